@@ -1,0 +1,236 @@
+//! The crate's one error type.
+//!
+//! Modelled on iceberg-rust's `Error`: a [`ErrorKind`] that callers can match on, a
+//! human message, and ordered `key: value` context (table, bucket, file, offset, ...)
+//! that says *where* the problem is. Errors become [`DataFusionError`] at the
+//! provider boundary ([`From<Error> for DataFusionError`]).
+//!
+//! Context values must never carry credentials: only names, paths and offsets.
+
+use std::fmt;
+
+use datafusion::error::DataFusionError;
+
+/// What went wrong, coarsely, so callers can react without parsing messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Bytes on disk or over the network are malformed: bad CRC, truncated batch,
+    /// unknown magic, impossible lengths, undecodable Arrow data.
+    DataInvalid,
+    /// A database, table, schema id, partition, file or snapshot does not exist.
+    NotFound,
+    /// The object already exists (create without `if not exists`).
+    AlreadyExists,
+    /// The caller asked for something invalid: bad name, wrong table kind, bad option.
+    InvalidInput,
+    /// Valid input that this crate does not support (yet).
+    FeatureUnsupported,
+    /// Underlying storage failed (I/O, object store).
+    Io,
+    /// The lake format library (paimon / iceberg) failed.
+    Lake,
+    /// A bug or broken invariant inside this crate.
+    Internal,
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            ErrorKind::DataInvalid => "data invalid",
+            ErrorKind::NotFound => "not found",
+            ErrorKind::AlreadyExists => "already exists",
+            ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::FeatureUnsupported => "unsupported",
+            ErrorKind::Io => "io error",
+            ErrorKind::Lake => "lake error",
+            ErrorKind::Internal => "internal error",
+        };
+        f.write_str(name)
+    }
+}
+
+/// The error of every fallible operation in this crate.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    context: Vec<(&'static str, String)>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of `kind` with a message.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            context: Vec::new(),
+            source: None,
+        }
+    }
+
+    /// Adds one `key: value` of context (table, file, bucket, offset, ...).
+    pub fn with_context(mut self, key: &'static str, value: impl fmt::Display) -> Self {
+        self.context.push((key, value.to_string()));
+        self
+    }
+
+    /// Attaches the underlying cause.
+    pub fn with_source(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The kind of error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message without context.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The value of a context key, if set (the last one wins).
+    pub fn context_value(&self, key: &str) -> Option<&str> {
+        self.context
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Shorthand for a [`ErrorKind::DataInvalid`] error.
+    pub fn data_invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::DataInvalid, message)
+    }
+
+    /// Shorthand for a [`ErrorKind::NotFound`] error.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    /// Shorthand for a [`ErrorKind::InvalidInput`] error.
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidInput, message)
+    }
+
+    /// Shorthand for a [`ErrorKind::Internal`] error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// Shorthand for a [`ErrorKind::FeatureUnsupported`] error.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::FeatureUnsupported, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)?;
+        if !self.context.is_empty() {
+            f.write_str(" (")?;
+            for (i, (k, v)) in self.context.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{k}: {v}")?;
+            }
+            f.write_str(")")?;
+        }
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            ErrorKind::NotFound
+        } else {
+            ErrorKind::Io
+        };
+        Error::new(kind, "i/o failed").with_source(e)
+    }
+}
+
+impl From<object_store::Error> for Error {
+    fn from(e: object_store::Error) -> Self {
+        let kind = match e {
+            object_store::Error::NotFound { .. } => ErrorKind::NotFound,
+            object_store::Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
+            _ => ErrorKind::Io,
+        };
+        Error::new(kind, "object store operation failed").with_source(e)
+    }
+}
+
+impl From<datafusion::arrow::error::ArrowError> for Error {
+    fn from(e: datafusion::arrow::error::ArrowError) -> Self {
+        Error::new(ErrorKind::DataInvalid, "arrow error").with_source(e)
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::new(ErrorKind::DataInvalid, "invalid JSON").with_source(e)
+    }
+}
+
+impl From<fluss::error::Error> for Error {
+    fn from(e: fluss::error::Error) -> Self {
+        Error::new(ErrorKind::InvalidInput, "fluss metadata error").with_source(e)
+    }
+}
+
+impl From<paimon::Error> for Error {
+    fn from(e: paimon::Error) -> Self {
+        Error::new(ErrorKind::Lake, "paimon operation failed").with_source(e)
+    }
+}
+
+impl From<Error> for DataFusionError {
+    fn from(e: Error) -> Self {
+        match e.kind {
+            ErrorKind::InvalidInput | ErrorKind::NotFound | ErrorKind::AlreadyExists => {
+                DataFusionError::Plan(e.to_string())
+            }
+            ErrorKind::FeatureUnsupported => DataFusionError::NotImplemented(e.to_string()),
+            _ => DataFusionError::External(Box::new(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_has_kind_message_and_context() {
+        let e = Error::data_invalid("crc mismatch")
+            .with_context("file", "/x/00000000000000000000.log")
+            .with_context("base_offset", 42);
+        assert_eq!(
+            e.to_string(),
+            "data invalid: crc mismatch (file: /x/00000000000000000000.log, base_offset: 42)"
+        );
+        assert_eq!(e.context_value("base_offset"), Some("42"));
+    }
+}

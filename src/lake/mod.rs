@@ -1,0 +1,1 @@
+//! Lake formats.

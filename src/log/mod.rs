@@ -1,0 +1,31 @@
+//! The Fluss log format: record batches, their statistics, and segment files.
+//!
+//! fluss-rs keeps its codec private, so this module implements what a reader of
+//! Fluss's on-disk log needs (apache/fluss `LogRecordBatchFormat`,
+//! `DefaultLogRecordBatch`, `MemoryLogRecordsArrowBuilder`):
+//!
+//! ```text
+//! segment file = batch | batch | ...            (segment.rs)
+//! batch  = header (48/52/56 bytes, format.rs)
+//!        | statistics (V1+, statistics.rs + aligned_row.rs)
+//!        | change types (PK changelog only)
+//!        | Arrow IPC record batch message, ZSTD/LZ4 buffers (batch.rs / builder.rs)
+//! ```
+
+pub mod aligned_row;
+pub mod batch;
+pub mod builder;
+pub mod compression;
+pub mod format;
+pub mod reader;
+pub mod schema;
+pub mod segment;
+pub mod statistics;
+
+pub use batch::{BatchIterator, ChangeTypes, LogBatch};
+pub use builder::LogBatchBuilder;
+pub use compression::ArrowCompression;
+pub use format::LogMagic;
+pub use reader::{BucketLogReader, ChangelogBatch, LogRange, LogReadMetrics, LogReadOptions};
+pub use schema::{SchemaHistory, SchemaVersion};
+pub use statistics::{BatchStatistics, ColumnStatistics};

@@ -1,0 +1,1 @@
+//! Fluss data sources: the [`FlussSource`] trait and the embedded LocalStore.

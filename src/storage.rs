@@ -1,0 +1,324 @@
+//! Where a LocalStore's bytes live: a local directory or an object-store prefix.
+//!
+//! Everything is addressed by paths relative to the store root. Paths found in
+//! metadata may also be absolute (`file:///…`, `/abs/path`, `s3://…`), as a real
+//! Fluss cluster writes them; [`Storage::locate`] resolves both forms.
+//!
+//! Local roots additionally support in-place append and truncate (the active log
+//! segment); object stores have immutable objects, so the log writer rolls a new
+//! segment per append there instead.
+
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use tokio::io::AsyncWriteExt;
+use url::Url;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// A store root plus the object store that holds it.
+#[derive(Debug, Clone)]
+pub struct Storage {
+    store: Arc<dyn ObjectStore>,
+    root: ObjectPath,
+    local_root: Option<PathBuf>,
+    display_root: String,
+}
+
+impl Storage {
+    /// Opens `location`: a local path (created if missing) or an object-store URL.
+    pub fn open(location: &str) -> Result<Self> {
+        if let Some(local) = local_path_of(location) {
+            std::fs::create_dir_all(&local).map_err(|e| {
+                Error::new(ErrorKind::Io, "cannot create the store directory")
+                    .with_context("path", local.display())
+                    .with_source(e)
+            })?;
+            let local = local.canonicalize().map_err(|e| {
+                Error::new(ErrorKind::Io, "cannot resolve the store directory")
+                    .with_context("path", local.display())
+                    .with_source(e)
+            })?;
+            let store = LocalFileSystem::new_with_prefix(&local)?;
+            return Ok(Self {
+                store: Arc::new(store),
+                root: ObjectPath::default(),
+                display_root: local.display().to_string(),
+                local_root: Some(local),
+            });
+        }
+        let url = Url::parse(location).map_err(|e| {
+            Error::invalid_input("store location is neither a path nor a URL")
+                .with_context("location", redact(location))
+                .with_source(e)
+        })?;
+        let (store, root) = object_store::parse_url_opts(&url, std::env::vars())?;
+        Ok(Self {
+            store: Arc::from(store),
+            root,
+            local_root: None,
+            display_root: redact(location),
+        })
+    }
+
+    /// The root as shown to users (credentials removed).
+    pub fn display_root(&self) -> &str {
+        &self.display_root
+    }
+
+    /// The local directory of the root, when the store is on the local file system.
+    pub fn local_root(&self) -> Option<&FsPath> {
+        self.local_root.as_deref()
+    }
+
+    /// Whether files can be appended to in place.
+    pub fn supports_append(&self) -> bool {
+        self.local_root.is_some()
+    }
+
+    /// The object store behind the root (for DataFusion's object-store registry).
+    pub fn object_store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
+    }
+
+    fn child(&self, relative: &str) -> Result<ObjectPath> {
+        let mut path = self.root.clone();
+        for part in relative.split('/').filter(|p| !p.is_empty()) {
+            if part == "." || part == ".." {
+                return Err(Error::invalid_input("path escapes the store root")
+                    .with_context("path", relative));
+            }
+            path = path.clone().join(part);
+        }
+        Ok(path)
+    }
+
+    /// Resolves a relative or absolute path to a store and an object path.
+    pub fn locate(&self, path: &str) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+        if is_absolute(path) {
+            if let Some(local) = local_path_of(path) {
+                let object = ObjectPath::from_filesystem_path(&local).map_err(|e| {
+                    Error::invalid_input("invalid local path")
+                        .with_context("path", path)
+                        .with_source(e)
+                })?;
+                return Ok((Arc::new(LocalFileSystem::new()), object));
+            }
+            let url = Url::parse(path).map_err(|e| {
+                Error::invalid_input("invalid URL")
+                    .with_context("path", redact(path))
+                    .with_source(e)
+            })?;
+            let (store, object) = object_store::parse_url_opts(&url, std::env::vars())?;
+            return Ok((Arc::from(store), object));
+        }
+        Ok((self.store.clone(), self.child(path)?))
+    }
+
+    /// The local file-system path of `path` (relative to the root or absolute), if local.
+    pub fn local_path(&self, path: &str) -> Option<PathBuf> {
+        if is_absolute(path) {
+            return local_path_of(path);
+        }
+        self.local_root.as_ref().map(|root| {
+            let mut p = root.clone();
+            for part in path.split('/').filter(|p| !p.is_empty()) {
+                p.push(part);
+            }
+            p
+        })
+    }
+
+    /// An absolute location for `path`, for libraries that take paths (lake crates).
+    pub fn absolute(&self, path: &str) -> String {
+        if is_absolute(path) {
+            return path.to_string();
+        }
+        match self.local_path(path) {
+            Some(local) => local.display().to_string(),
+            None => format!("{}/{}", self.display_root.trim_end_matches('/'), path),
+        }
+    }
+
+    /// Reads a whole object.
+    pub async fn read(&self, path: &str) -> Result<Bytes> {
+        let (store, object) = self.locate(path)?;
+        let result = store
+            .get(&object)
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))?;
+        result
+            .bytes()
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))
+    }
+
+    /// Reads a whole object, `None` if it does not exist.
+    pub async fn read_optional(&self, path: &str) -> Result<Option<Bytes>> {
+        match self.read(path).await {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes a whole object atomically: a reader sees the old or the new content, never
+    /// a mix (object stores replace atomically; the local store writes a staging file
+    /// and renames it into place).
+    pub async fn put_atomic(&self, path: &str, bytes: Bytes) -> Result<()> {
+        let (store, object) = self.locate(path)?;
+        store
+            .put(&object, PutPayload::from_bytes(bytes))
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))?;
+        Ok(())
+    }
+
+    /// Appends to a local file, creating it if needed.
+    pub async fn append(&self, path: &str, bytes: &[u8]) -> Result<()> {
+        let local = self.local_path(path).ok_or_else(|| {
+            Error::unsupported("append needs a local store").with_context("file", path)
+        })?;
+        if let Some(parent) = local.parent() {
+            tokio::fs::create_dir_all(parent).await?;
+        }
+        let mut file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&local)
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))?;
+        file.write_all(bytes)
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))?;
+        file.flush().await?;
+        Ok(())
+    }
+
+    /// Truncates a local file to `len` bytes (drops a torn batch).
+    pub async fn truncate(&self, path: &str, len: u64) -> Result<()> {
+        let local = self.local_path(path).ok_or_else(|| {
+            Error::unsupported("truncate needs a local store").with_context("file", path)
+        })?;
+        let file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .open(&local)
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))?;
+        file.set_len(len).await?;
+        Ok(())
+    }
+
+    /// Names of the immediate children (files and directories) of a directory.
+    pub async fn list_dir(&self, path: &str) -> Result<Vec<String>> {
+        let (store, object) = self.locate(path)?;
+        let listing = store
+            .list_with_delimiter(Some(&object))
+            .await
+            .map_err(|e| Error::from(e).with_context("dir", path))?;
+        let mut names: Vec<String> = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .chain(
+                listing
+                    .objects
+                    .iter()
+                    .filter_map(|m| m.location.filename().map(str::to_string)),
+            )
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Deletes an object; missing objects are fine.
+    pub async fn delete(&self, path: &str) -> Result<()> {
+        let (store, object) = self.locate(path)?;
+        match store.delete(&object).await {
+            Ok(()) => Ok(()),
+            Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(Error::from(e).with_context("file", path)),
+        }
+    }
+
+    /// Deletes every object under a directory.
+    pub async fn delete_dir(&self, path: &str) -> Result<()> {
+        if let Some(local) = self.local_path(path) {
+            return match tokio::fs::remove_dir_all(&local).await {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(Error::from(e).with_context("dir", path)),
+            };
+        }
+        let (store, object) = self.locate(path)?;
+        let objects: Vec<_> = store.list(Some(&object)).try_collect().await?;
+        for meta in objects {
+            store.delete(&meta.location).await?;
+        }
+        Ok(())
+    }
+}
+
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/') || path.contains("://")
+}
+
+/// The local path named by `location`, if it is a plain path or a `file:` URL.
+fn local_path_of(location: &str) -> Option<PathBuf> {
+    if let Some(rest) = location.strip_prefix("file://") {
+        return Url::parse(&format!("file://{rest}"))
+            .ok()
+            .and_then(|u| u.to_file_path().ok());
+    }
+    if location.contains("://") {
+        return None;
+    }
+    Some(PathBuf::from(location))
+}
+
+/// Removes `user:password@` from a URL so it can be shown in errors and logs.
+pub fn redact(location: &str) -> String {
+    match Url::parse(location) {
+        Ok(mut url) if !url.username().is_empty() || url.password().is_some() => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.to_string()
+        }
+        _ => location.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_credentials() {
+        assert_eq!(redact("s3://key:secret@bucket/x"), "s3://bucket/x");
+        assert_eq!(redact("/tmp/x"), "/tmp/x");
+    }
+
+    #[tokio::test]
+    async fn relative_paths_cannot_escape() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap()).unwrap();
+        assert!(storage.read("../etc/passwd").await.is_err());
+        storage
+            .put_atomic("a/b.json", Bytes::from_static(b"{}"))
+            .await
+            .unwrap();
+        assert_eq!(storage.read("a/b.json").await.unwrap().as_ref(), b"{}");
+        assert_eq!(storage.list_dir("a").await.unwrap(), vec!["b.json"]);
+        assert!(storage.read_optional("a/none").await.unwrap().is_none());
+        storage.append("a/log", b"12").await.unwrap();
+        storage.append("a/log", b"34").await.unwrap();
+        storage.truncate("a/log", 3).await.unwrap();
+        assert_eq!(storage.read("a/log").await.unwrap().as_ref(), b"123");
+    }
+}
