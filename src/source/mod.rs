@@ -1,1 +1,133 @@
-//! Fluss data sources: the [`FlussSource`] trait and the embedded LocalStore.
+//! Where Fluss tables come from: the [`FlussSource`] trait and the embedded
+//! [`LocalStore`].
+//!
+//! A source answers exactly what a union read needs at planning time (table
+//! metadata, the readable lake snapshot, per-bucket offsets) and at execution time
+//! (bounded log reads). The LocalStore implements it over files laid out as a Fluss
+//! deployment lays them out; a live cluster (fluss-rs `FlussAdmin` +
+//! `RecordBatchLogReader`) can implement the same trait.
+
+pub mod bucketing;
+pub mod kv;
+pub mod layout;
+pub mod local_store;
+pub mod metadata;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use fluss::metadata::{DataLakeFormat, PartitionInfo, TableInfo, TablePath};
+use futures::stream::BoxStream;
+
+pub use local_store::{LocalStore, LocalStoreOptions, WriteResult};
+pub use metadata::TableBucketOffsets;
+
+use crate::error::Result;
+use crate::log::{ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
+
+/// A table as a source describes it: Fluss's `TableInfo` plus every schema version
+/// (log batches written under older schema ids must still decode).
+#[derive(Debug, Clone)]
+pub struct FlussTable {
+    /// `database.table`.
+    pub path: TablePath,
+    /// Table metadata at its latest schema.
+    pub info: TableInfo,
+    /// All schema versions by id.
+    pub schemas: Arc<SchemaHistory>,
+}
+
+impl FlussTable {
+    /// The table id.
+    pub fn table_id(&self) -> i64 {
+        self.info.get_table_id()
+    }
+
+    /// The lake format, when `table.datalake.enabled` is true.
+    pub fn lake_format(&self) -> Option<DataLakeFormat> {
+        let enabled = self
+            .info
+            .get_properties()
+            .get("table.datalake.enabled")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if !enabled {
+            return None;
+        }
+        self.info.get_table_config().get_datalake_format().ok().flatten()
+    }
+
+    /// The lake format from properties even when the lake is disabled (bucketing).
+    pub fn configured_lake_format(&self) -> Option<DataLakeFormat> {
+        self.info.get_table_config().get_datalake_format().ok().flatten()
+    }
+}
+
+/// One bucket of a table or of one of its partitions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct BucketLocation {
+    /// Partition id and name, for partitioned tables.
+    pub partition: Option<(i64, String)>,
+    /// Bucket id.
+    pub bucket: i32,
+}
+
+impl BucketLocation {
+    /// The partition id, if any.
+    pub fn partition_id(&self) -> Option<i64> {
+        self.partition.as_ref().map(|(id, _)| *id)
+    }
+}
+
+/// Earliest offset and high watermark of a bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketOffsets {
+    /// First offset still in the log.
+    pub earliest: i64,
+    /// Offset after the last complete batch (exclusive).
+    pub high_watermark: i64,
+}
+
+/// The lake snapshot a union read may use, with the exclusive end offset tiered into
+/// it for each bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadableSnapshot {
+    /// Lake snapshot id.
+    pub snapshot_id: i64,
+    /// Tiered end offsets per (partition, bucket).
+    pub offsets: TableBucketOffsets,
+}
+
+/// The read side of Fluss: metadata, lake snapshot pointers, offsets and log ranges.
+#[async_trait]
+pub trait FlussSource: Debug + Send + Sync {
+    /// A display name (store root or cluster address; never credentials).
+    fn name(&self) -> String;
+
+    /// Database names.
+    async fn list_databases(&self) -> Result<Vec<String>>;
+
+    /// Table names of a database.
+    async fn list_tables(&self, database: &str) -> Result<Vec<String>>;
+
+    /// A table's metadata.
+    async fn get_table(&self, path: &TablePath) -> Result<FlussTable>;
+
+    /// Partitions of a partitioned table.
+    async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>>;
+
+    /// The latest readable lake snapshot and its offsets; `None` if nothing is tiered.
+    async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>>;
+
+    /// Earliest offset and high watermark of a bucket.
+    async fn bucket_offsets(&self, table: &FlussTable, bucket: &BucketLocation) -> Result<BucketOffsets>;
+
+    /// Reads `range` of a bucket's log as decoded batches with change types.
+    async fn read_log(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+        range: LogRange,
+        options: LogReadOptions,
+    ) -> Result<BoxStream<'static, Result<ChangelogBatch>>>;
+}

@@ -1,0 +1,236 @@
+//! The key-value state of one primary-key bucket, and the changelog a write produces.
+//!
+//! A Fluss tablet server keeps the latest row of every key in RocksDB and turns each
+//! upsert/delete into changelog records (`+I` for a new key, `-U`/`+U` with the previous
+//! image for an update, `-D` with the previous image for a delete; a delete of a missing
+//! key emits nothing). The LocalStore rebuilds the same state by replaying the bucket's
+//! changelog once, then keeps it in memory: rows are referenced by (batch, row) into
+//! retained batches, never copied row by row.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::interleave_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
+use fluss::record::ChangeType;
+
+use crate::error::{Error, Result};
+
+/// The live rows of one bucket keyed by primary key.
+#[derive(Debug)]
+pub struct KeyValueState {
+    schema: SchemaRef,
+    key_columns: Vec<usize>,
+    converter: RowConverter,
+    batches: Vec<RecordBatch>,
+    rows: HashMap<OwnedRow, (usize, usize)>,
+    retained_rows: usize,
+}
+
+/// The changelog of one write: rows in full-schema layout and their change types.
+#[derive(Debug)]
+pub struct Changelog {
+    /// Changelog rows (previous images for `-U`/`-D`).
+    pub batch: RecordBatch,
+    /// One change type per row.
+    pub change_types: Vec<ChangeType>,
+}
+
+impl KeyValueState {
+    /// An empty state for rows of `schema` keyed by `key_columns`.
+    pub fn new(schema: SchemaRef, key_columns: Vec<usize>) -> Result<Self> {
+        let fields = key_columns
+            .iter()
+            .map(|&i| SortField::new(schema.field(i).data_type().clone()))
+            .collect();
+        Ok(Self {
+            converter: RowConverter::new(fields)?,
+            schema,
+            key_columns,
+            batches: Vec::new(),
+            rows: HashMap::new(),
+            retained_rows: 0,
+        })
+    }
+
+    /// Number of live keys.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no key is live.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn keys_of(&self, batch: &RecordBatch, columns: &[usize]) -> Result<Vec<OwnedRow>> {
+        let arrays: Vec<_> = columns.iter().map(|&i| batch.column(i).clone()).collect();
+        let rows = self.converter.convert_columns(&arrays)?;
+        Ok(rows.iter().map(|r| r.owned()).collect())
+    }
+
+    fn retain(&mut self, batch: &RecordBatch) -> usize {
+        self.batches.push(batch.clone());
+        self.retained_rows += batch.num_rows();
+        self.batches.len() - 1
+    }
+
+    /// Replays changelog records read back from the log (last change wins).
+    pub fn apply(&mut self, batch: &RecordBatch, change_types: &[ChangeType]) -> Result<()> {
+        let keys = self.keys_of(batch, &self.key_columns.clone())?;
+        let index = self.retain(batch);
+        for (row, (key, change)) in keys.into_iter().zip(change_types).enumerate() {
+            match change {
+                ChangeType::UpdateBefore | ChangeType::Delete => {
+                    self.rows.remove(&key);
+                }
+                _ => {
+                    self.rows.insert(key, (index, row));
+                }
+            }
+        }
+        self.maybe_compact()
+    }
+
+    /// Upserts full rows, returning the changelog Fluss would write.
+    pub fn upsert(&mut self, batch: &RecordBatch) -> Result<Changelog> {
+        let keys = self.keys_of(batch, &self.key_columns.clone())?;
+        let input = self.retain(batch);
+        let mut picks = Vec::with_capacity(batch.num_rows() * 2);
+        let mut change_types = Vec::with_capacity(batch.num_rows() * 2);
+        for (row, key) in keys.into_iter().enumerate() {
+            match self.rows.insert(key, (input, row)) {
+                Some(previous) => {
+                    picks.push(previous);
+                    change_types.push(ChangeType::UpdateBefore);
+                    picks.push((input, row));
+                    change_types.push(ChangeType::UpdateAfter);
+                }
+                None => {
+                    picks.push((input, row));
+                    change_types.push(ChangeType::Insert);
+                }
+            }
+        }
+        let batch = self.gather(&picks)?;
+        self.maybe_compact()?;
+        Ok(Changelog {
+            batch,
+            change_types,
+        })
+    }
+
+    /// Deletes the keys found in `keys` (a batch holding at least the key columns, by
+    /// name), returning `-D` records with the previous images.
+    pub fn delete(&mut self, keys: &RecordBatch) -> Result<Changelog> {
+        let columns = self
+            .key_columns
+            .iter()
+            .map(|&i| {
+                let name = self.schema.field(i).name();
+                keys.schema().index_of(name).map_err(|_| {
+                    Error::invalid_input(format!("delete needs the primary key column '{name}'"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let key_rows = self.keys_of(keys, &columns)?;
+        let mut picks = Vec::new();
+        for key in key_rows {
+            if let Some(previous) = self.rows.remove(&key) {
+                picks.push(previous);
+            }
+        }
+        let change_types = vec![ChangeType::Delete; picks.len()];
+        let batch = self.gather(&picks)?;
+        self.maybe_compact()?;
+        Ok(Changelog {
+            batch,
+            change_types,
+        })
+    }
+
+    fn gather(&self, picks: &[(usize, usize)]) -> Result<RecordBatch> {
+        if picks.is_empty() {
+            return Ok(RecordBatch::new_empty(self.schema.clone()));
+        }
+        let sources: Vec<&RecordBatch> = self.batches.iter().collect();
+        Ok(interleave_record_batch(&sources, picks)?)
+    }
+
+    /// Drops retained batches once most of their rows are dead.
+    fn maybe_compact(&mut self) -> Result<()> {
+        if self.retained_rows <= 2 * self.rows.len() + 4096 {
+            return Ok(());
+        }
+        let mut entries: Vec<(OwnedRow, (usize, usize))> = self.rows.drain().collect();
+        let picks: Vec<(usize, usize)> = entries.iter().map(|(_, p)| *p).collect();
+        let live = self.gather(&picks)?;
+        self.batches = vec![live];
+        self.retained_rows = entries.len();
+        for (i, (_, pick)) in entries.iter_mut().enumerate() {
+            *pick = (0, i);
+        }
+        self.rows = entries.into_iter().collect();
+        Ok(())
+    }
+
+    /// The live rows as one batch (tests and tiering checks).
+    pub fn snapshot(&self) -> Result<RecordBatch> {
+        let picks: Vec<(usize, usize)> = self.rows.values().copied().collect();
+        self.gather(&picks)
+    }
+
+    /// The schema of the rows.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{AsArray, Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+
+    fn batch(ids: &[i64], names: &[&str]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(ids.to_vec())),
+                Arc::new(StringArray::from(names.to_vec())),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn upsert_and_delete_produce_fluss_changelog() {
+        let b = batch(&[1, 2], &["a", "b"]);
+        let mut state = KeyValueState::new(b.schema(), vec![0]).unwrap();
+        let log = state.upsert(&b).unwrap();
+        assert_eq!(log.change_types, vec![ChangeType::Insert, ChangeType::Insert]);
+        let log = state.upsert(&batch(&[2, 3], &["b2", "c"])).unwrap();
+        assert_eq!(
+            log.change_types,
+            vec![ChangeType::UpdateBefore, ChangeType::UpdateAfter, ChangeType::Insert]
+        );
+        let names = log.batch.column(1).as_string::<i32>();
+        assert_eq!(names.value(0), "b");
+        assert_eq!(names.value(1), "b2");
+        let log = state.delete(&batch(&[1, 9], &["", ""])).unwrap();
+        assert_eq!(log.change_types, vec![ChangeType::Delete]);
+        assert_eq!(log.batch.column(0).as_primitive::<Int64Type>().value(0), 1);
+        assert_eq!(state.len(), 2);
+        let mut replay = KeyValueState::new(b.schema(), vec![0]).unwrap();
+        replay
+            .apply(&batch(&[5, 5], &["x", "x"]), &[ChangeType::Insert, ChangeType::Delete])
+            .unwrap();
+        assert!(replay.is_empty());
+    }
+}
