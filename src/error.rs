@@ -206,6 +206,12 @@ impl From<paimon::Error> for Error {
     }
 }
 
+impl From<DataFusionError> for Error {
+    fn from(e: DataFusionError) -> Self {
+        Error::new(ErrorKind::Internal, "query engine error").with_source(e)
+    }
+}
+
 impl From<Error> for DataFusionError {
     fn from(e: Error) -> Self {
         match e.kind {

@@ -25,7 +25,9 @@
 pub mod error;
 pub mod lake;
 pub mod log;
+pub mod provider;
 pub mod source;
 pub mod storage;
+pub mod union;
 
 pub use error::{Error, ErrorKind, Result};

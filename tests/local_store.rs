@@ -72,7 +72,9 @@ fn rows(ids: &[i64], names: &[&str], scores: &[i32]) -> RecordBatch {
 
 async fn store() -> (tempfile::TempDir, LocalStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = LocalStore::open(dir.path().to_str().unwrap()).await.unwrap();
+    let store = LocalStore::open(dir.path().to_str().unwrap())
+        .await
+        .unwrap();
     store.create_database("db", None, false).await.unwrap();
     (dir, store)
 }
@@ -111,7 +113,10 @@ async fn read_all_log(
 async fn metadata_is_written_in_the_fluss_layout() {
     let (dir, store) = store().await;
     let path = TablePath::new("db", "events");
-    let table = store.create_table(&path, &log_descriptor(3, true), false).await.unwrap();
+    let table = store
+        .create_table(&path, &log_descriptor(3, true), false)
+        .await
+        .unwrap();
     assert_eq!(table.info.get_num_buckets(), 3);
     assert_eq!(table.info.get_schema_id(), 1);
     let root = dir.path();
@@ -122,28 +127,46 @@ async fn metadata_is_written_in_the_fluss_layout() {
     assert_eq!(reg["version"], 1);
     assert_eq!(reg["bucket_key"], json!(["id"]));
     assert_eq!(reg["bucket_count"], 3);
-    assert_eq!(reg["properties"]["table.datalake.paimon.warehouse"], "lake/paimon");
+    assert_eq!(
+        reg["properties"]["table.datalake.paimon.warehouse"],
+        "lake/paimon"
+    );
     let schema: serde_json::Value = serde_json::from_slice(
         &std::fs::read(root.join("zk/metadata/databases/db/tables/events/schemas/1.json")).unwrap(),
     )
     .unwrap();
     // Java key order: version, columns, highest_field_id; INT is "INTEGER"
     let text = serde_json::to_string(&schema).unwrap();
-    assert!(text.starts_with(r#"{"version":1,"columns":[{"name":"id","data_type":{"type":"BIGINT"},"id":0}"#), "{text}");
+    assert!(
+        text.starts_with(
+            r#"{"version":1,"columns":[{"name":"id","data_type":{"type":"BIGINT"},"id":0}"#
+        ),
+        "{text}"
+    );
     assert!(text.contains(r#""type":"INTEGER""#));
     assert!(root.join("zk/metadata/databases/db.json").exists());
     // a second table gets the next id
     let t2 = store
-        .create_table(&TablePath::new("db", "other"), &log_descriptor(1, false), false)
+        .create_table(
+            &TablePath::new("db", "other"),
+            &log_descriptor(1, false),
+            false,
+        )
         .await
         .unwrap();
     assert_eq!(t2.table_id(), table.table_id() + 1);
-    let err = store.create_table(&path, &log_descriptor(1, false), false).await.unwrap_err();
+    let err = store
+        .create_table(&path, &log_descriptor(1, false), false)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::AlreadyExists);
     let mut tables = store.list_tables("db").await.unwrap();
     tables.sort();
     assert_eq!(tables, vec!["events", "other"]);
-    store.drop_table(&TablePath::new("db", "other"), false).await.unwrap();
+    store
+        .drop_table(&TablePath::new("db", "other"), false)
+        .await
+        .unwrap();
     assert_eq!(store.list_tables("db").await.unwrap(), vec!["events"]);
 }
 
@@ -158,7 +181,10 @@ async fn names_are_validated_and_unknown_tables_are_not_found() {
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
         assert!(store.create_database(bad, None, false).await.is_err());
     }
-    let err = store.get_table(&TablePath::new("db", "nope")).await.unwrap_err();
+    let err = store
+        .get_table(&TablePath::new("db", "nope"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound);
     assert!(err.to_string().contains("db.nope"), "{err}");
 }
@@ -167,22 +193,42 @@ async fn names_are_validated_and_unknown_tables_are_not_found() {
 async fn log_appends_are_bucketed_and_read_back() {
     let (dir, store) = store().await;
     let path = TablePath::new("db", "events");
-    store.create_table(&path, &log_descriptor(2, true), false).await.unwrap();
-    let r1 = store.append(&path, &rows(&[1, 2, 3, 4], &["a", "b", "c", "d"], &[1, 2, 3, 4])).await.unwrap();
+    store
+        .create_table(&path, &log_descriptor(2, true), false)
+        .await
+        .unwrap();
+    let r1 = store
+        .append(
+            &path,
+            &rows(&[1, 2, 3, 4], &["a", "b", "c", "d"], &[1, 2, 3, 4]),
+        )
+        .await
+        .unwrap();
     assert_eq!(r1.rows, 4);
-    store.append(&path, &rows(&[5, 1], &["e", "a2"], &[5, 6])).await.unwrap();
+    store
+        .append(&path, &rows(&[5, 1], &["e", "a2"], &[5, 6]))
+        .await
+        .unwrap();
     let log = read_all_log(&store, &path).await;
     assert_eq!(log.len(), 6);
     assert!(log.iter().all(|(_, c, _)| *c == ChangeType::AppendOnly));
     // same id always lands in the same bucket
     let table = store.get_table(&path).await.unwrap();
-    let id_dir = dir.path().join(format!("data/db/events-{}", table.table_id()));
+    let id_dir = dir
+        .path()
+        .join(format!("data/db/events-{}", table.table_id()));
     assert!(id_dir.join("log-0/00000000000000000000.log").exists());
     assert!(id_dir.join("log-1/00000000000000000000.log").exists());
     // appending to a PK table is refused
     let pk = TablePath::new("db", "pk");
-    store.create_table(&pk, &pk_descriptor(1), false).await.unwrap();
-    let err = store.append(&pk, &rows(&[1], &["a"], &[1])).await.unwrap_err();
+    store
+        .create_table(&pk, &pk_descriptor(1), false)
+        .await
+        .unwrap();
+    let err = store
+        .append(&pk, &rows(&[1], &["a"], &[1]))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
 
@@ -190,18 +236,38 @@ async fn log_appends_are_bucketed_and_read_back() {
 async fn pk_writes_produce_the_fluss_changelog_across_reopen() {
     let (dir, store) = store().await;
     let path = TablePath::new("db", "pk");
-    store.create_table(&path, &pk_descriptor(1), false).await.unwrap();
-    store.upsert(&path, &rows(&[1, 2], &["a", "b"], &[1, 2])).await.unwrap();
+    store
+        .create_table(&path, &pk_descriptor(1), false)
+        .await
+        .unwrap();
+    store
+        .upsert(&path, &rows(&[1, 2], &["a", "b"], &[1, 2]))
+        .await
+        .unwrap();
     drop(store);
     // a new process replays the changelog to rebuild the key state
-    let store = LocalStore::open(dir.path().to_str().unwrap()).await.unwrap();
-    store.upsert(&path, &rows(&[2], &["b2"], &[20])).await.unwrap();
-    let deleted = store.delete(&path, &rows(&[1, 99], &["", ""], &[0, 0])).await.unwrap();
+    let store = LocalStore::open(dir.path().to_str().unwrap())
+        .await
+        .unwrap();
+    store
+        .upsert(&path, &rows(&[2], &["b2"], &[20]))
+        .await
+        .unwrap();
+    let deleted = store
+        .delete(&path, &rows(&[1, 99], &["", ""], &[0, 0]))
+        .await
+        .unwrap();
     assert_eq!(deleted.records, 1);
     // deleting a missing key writes an empty batch that still takes an offset
-    let none = store.delete(&path, &rows(&[42], &[""], &[0])).await.unwrap();
+    let none = store
+        .delete(&path, &rows(&[42], &[""], &[0]))
+        .await
+        .unwrap();
     assert_eq!(none.records, 0);
-    store.upsert(&path, &rows(&[3], &["c"], &[3])).await.unwrap();
+    store
+        .upsert(&path, &rows(&[3], &["c"], &[3]))
+        .await
+        .unwrap();
     let log = read_all_log(&store, &path).await;
     let changes: Vec<(i64, ChangeType, i64)> = log
         .iter()
@@ -223,7 +289,13 @@ async fn pk_writes_produce_the_fluss_changelog_across_reopen() {
     assert_eq!(log[4].2["name"], "a", "-D carries the previous image");
     let table = store.get_table(&path).await.unwrap();
     let hw = store
-        .bucket_offsets(&table, &BucketLocation { partition: None, bucket: 0 })
+        .bucket_offsets(
+            &table,
+            &BucketLocation {
+                partition: None,
+                bucket: 0,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(hw.high_watermark, 7);
@@ -239,13 +311,22 @@ async fn lake_rows(dir: &tempfile::TempDir, table: &str) -> Vec<serde_json::Valu
 async fn tiering_writes_paimon_snapshots_with_offsets() {
     let (dir, store) = store().await;
     let path = TablePath::new("db", "events");
-    store.create_table(&path, &log_descriptor(2, true), false).await.unwrap();
-    store.append(&path, &rows(&[1, 2, 3], &["a", "b", "c"], &[1, 2, 3])).await.unwrap();
+    store
+        .create_table(&path, &log_descriptor(2, true), false)
+        .await
+        .unwrap();
+    store
+        .append(&path, &rows(&[1, 2, 3], &["a", "b", "c"], &[1, 2, 3]))
+        .await
+        .unwrap();
     let first = tier(&store, &path).await.unwrap();
     assert_eq!(first.records, 3);
     let s1 = first.snapshot_id.unwrap();
     assert_eq!(lake_rows(&dir, "events").await.len(), 3);
-    store.append(&path, &rows(&[4], &["d"], &[4])).await.unwrap();
+    store
+        .append(&path, &rows(&[4], &["d"], &[4]))
+        .await
+        .unwrap();
     let second = tier(&store, &path).await.unwrap();
     assert_eq!(second.records, 1);
     assert!(second.snapshot_id.unwrap() > s1);
@@ -260,29 +341,57 @@ async fn tiering_writes_paimon_snapshots_with_offsets() {
     assert_eq!(readable.snapshot_id, second.snapshot_id.unwrap());
     let mut total = 0;
     for bucket in store.buckets(&table).await.unwrap() {
-        let hw = store.bucket_offsets(&table, &bucket).await.unwrap().high_watermark;
+        let hw = store
+            .bucket_offsets(&table, &bucket)
+            .await
+            .unwrap()
+            .high_watermark;
         assert_eq!(readable.offsets.get(None, bucket.bucket).unwrap_or(0), hw);
         total += hw;
     }
     assert_eq!(total, 4);
     let lake = PaimonLake::open(dir.path().join("lake/paimon").to_str().unwrap()).unwrap();
     let paimon_table = lake.table("db", "events").await.unwrap().unwrap();
-    let snapshot = paimon_table.snapshot_manager().get_latest_snapshot().await.unwrap().unwrap();
+    let snapshot = paimon_table
+        .snapshot_manager()
+        .get_latest_snapshot()
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(snapshot.commit_user(), "__fluss_lake_tiering");
     let offsets_path = &snapshot.properties().unwrap()["fluss-offsets"];
-    assert!(offsets_path.starts_with("remote/lake/db/events-"), "{offsets_path}");
+    assert!(
+        offsets_path.starts_with("remote/lake/db/events-"),
+        "{offsets_path}"
+    );
     assert!(dir.path().join(offsets_path).exists());
-    assert!(!dir.path().join(format!("zk/tabletservers/tables/{}/lake_tiering_pending.json", table.table_id())).exists());
+    assert!(
+        !dir.path()
+            .join(format!(
+                "zk/tabletservers/tables/{}/lake_tiering_pending.json",
+                table.table_id()
+            ))
+            .exists()
+    );
 }
 
 #[tokio::test]
 async fn tiering_pk_tables_applies_updates_and_deletes_in_the_lake() {
     let (dir, store) = store().await;
     let path = TablePath::new("db", "pk");
-    store.create_table(&path, &pk_descriptor(2), false).await.unwrap();
-    store.upsert(&path, &rows(&[1, 2, 3], &["a", "b", "c"], &[1, 2, 3])).await.unwrap();
+    store
+        .create_table(&path, &pk_descriptor(2), false)
+        .await
+        .unwrap();
+    store
+        .upsert(&path, &rows(&[1, 2, 3], &["a", "b", "c"], &[1, 2, 3]))
+        .await
+        .unwrap();
     tier(&store, &path).await.unwrap();
-    store.upsert(&path, &rows(&[2, 4], &["b2", "d"], &[20, 4])).await.unwrap();
+    store
+        .upsert(&path, &rows(&[2, 4], &["b2", "d"], &[20, 4]))
+        .await
+        .unwrap();
     store.delete(&path, &rows(&[3], &[""], &[0])).await.unwrap();
     tier(&store, &path).await.unwrap();
     assert_eq!(
@@ -299,16 +408,28 @@ async fn tiering_pk_tables_applies_updates_and_deletes_in_the_lake() {
 async fn interrupted_tiering_is_recovered_without_tiering_twice() {
     let (dir, store) = store().await;
     let path = TablePath::new("db", "events");
-    store.create_table(&path, &log_descriptor(1, true), false).await.unwrap();
-    store.append(&path, &rows(&[1, 2], &["a", "b"], &[1, 2])).await.unwrap();
+    store
+        .create_table(&path, &log_descriptor(1, true), false)
+        .await
+        .unwrap();
+    store
+        .append(&path, &rows(&[1, 2], &["a", "b"], &[1, 2]))
+        .await
+        .unwrap();
     let done = tier(&store, &path).await.unwrap();
     let table = store.get_table(&path).await.unwrap();
     let id = table.table_id();
     // Simulate a crash after the lake commit, before registration: unregister the
     // snapshot and leave the pending marker the run would have left.
-    let lake_node = dir.path().join(format!("zk/tabletservers/tables/{id}/laketable.json"));
-    let lake_json: serde_json::Value = serde_json::from_slice(&std::fs::read(&lake_node).unwrap()).unwrap();
-    let offsets = lake_json["lake_snapshots"][0]["tiered_offsets"].as_str().unwrap().to_string();
+    let lake_node = dir
+        .path()
+        .join(format!("zk/tabletservers/tables/{id}/laketable.json"));
+    let lake_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&lake_node).unwrap()).unwrap();
+    let offsets = lake_json["lake_snapshots"][0]["tiered_offsets"]
+        .as_str()
+        .unwrap()
+        .to_string();
     std::fs::remove_file(&lake_node).unwrap();
     let lake = PaimonLake::open(dir.path().join("lake/paimon").to_str().unwrap()).unwrap();
     let snapshot = lake
@@ -322,26 +443,49 @@ async fn interrupted_tiering_is_recovered_without_tiering_twice() {
         .unwrap()
         .unwrap();
     std::fs::write(
-        dir.path().join(format!("zk/tabletservers/tables/{id}/lake_tiering_pending.json")),
-        serde_json::to_vec(&json!({"commit_identifier": snapshot.commit_identifier(), "offsets": offsets})).unwrap(),
+        dir.path().join(format!(
+            "zk/tabletservers/tables/{id}/lake_tiering_pending.json"
+        )),
+        serde_json::to_vec(
+            &json!({"commit_identifier": snapshot.commit_identifier(), "offsets": offsets}),
+        )
+        .unwrap(),
     )
     .unwrap();
-    assert!(store.readable_lake_snapshot(&table).await.unwrap().is_none());
+    assert!(
+        store
+            .readable_lake_snapshot(&table)
+            .await
+            .unwrap()
+            .is_none()
+    );
     let recovered = tier(&store, &path).await.unwrap();
     assert!(recovered.recovered);
     assert_eq!(recovered.snapshot_id, done.snapshot_id);
-    assert_eq!(recovered.records, 0, "the recovered offsets are not tiered again");
+    assert_eq!(
+        recovered.records, 0,
+        "the recovered offsets are not tiered again"
+    );
     assert_eq!(lake_rows(&dir, "events").await.len(), 2);
 
     // A marker whose commit never happened is discarded with its offsets file.
     let orphan = format!("remote/lake/db/events-{id}/metadata/orphan.offsets");
-    std::fs::write(dir.path().join(&orphan), br#"{"version":1,"table_id":0,"bucket_offsets":[99]}"#).unwrap();
     std::fs::write(
-        dir.path().join(format!("zk/tabletservers/tables/{id}/lake_tiering_pending.json")),
+        dir.path().join(&orphan),
+        br#"{"version":1,"table_id":0,"bucket_offsets":[99]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join(format!(
+            "zk/tabletservers/tables/{id}/lake_tiering_pending.json"
+        )),
         serde_json::to_vec(&json!({"commit_identifier": 1, "offsets": orphan})).unwrap(),
     )
     .unwrap();
-    store.append(&path, &rows(&[3], &["c"], &[3])).await.unwrap();
+    store
+        .append(&path, &rows(&[3], &["c"], &[3]))
+        .await
+        .unwrap();
     let next = tier(&store, &path).await.unwrap();
     assert!(!next.recovered);
     assert_eq!(next.records, 1);
@@ -368,7 +512,14 @@ async fn partitioned_tables_register_partitions_and_tier_them() {
     let table = store.create_table(&path, &descriptor, false).await.unwrap();
     let batch = RecordBatch::try_from_iter(vec![
         ("id", Arc::new(Int64Array::from(vec![1, 2, 3])) as _),
-        ("dt", Arc::new(StringArray::from(vec!["2024-01-01", "2024-01-02", "2024-01-01"])) as _),
+        (
+            "dt",
+            Arc::new(StringArray::from(vec![
+                "2024-01-01",
+                "2024-01-02",
+                "2024-01-01",
+            ])) as _,
+        ),
     ])
     .unwrap();
     store.append(&path, &batch).await.unwrap();
@@ -376,13 +527,21 @@ async fn partitioned_tables_register_partitions_and_tier_them() {
     assert_eq!(partitions.len(), 2);
     assert_eq!(partitions[0].get_partition_name(), "2024-01-01");
     let pid = partitions[0].get_partition_id();
-    assert!(dir
-        .path()
-        .join(format!("data/db/parts-{}/2024-01-01-p{pid}/log-0/00000000000000000000.log", table.table_id()))
-        .exists());
+    assert!(
+        dir.path()
+            .join(format!(
+                "data/db/parts-{}/2024-01-01-p{pid}/log-0/00000000000000000000.log",
+                table.table_id()
+            ))
+            .exists()
+    );
     let result = tier(&store, &path).await.unwrap();
     assert_eq!(result.buckets, 2);
     assert_eq!(lake_rows(&dir, "parts").await.len(), 3);
     let readable = store.readable_lake_snapshot(&table).await.unwrap().unwrap();
-    assert_eq!(readable.offsets.get(Some(pid), 0), Some(2), "two rows in 2024-01-01");
+    assert_eq!(
+        readable.offsets.get(Some(pid), 0),
+        Some(2),
+        "two rows in 2024-01-01"
+    );
 }

@@ -58,7 +58,9 @@ pub fn from_arrow58(batch: arrow58::record_batch::RecordBatch) -> Result<RecordB
     let data = unsafe { from_ffi(array, &schema) }?;
     let structs = StructArray::from(data);
     if structs.len() != rows {
-        return Err(Error::internal("row count changed in arrow 58 -> 59 conversion"));
+        return Err(Error::internal(
+            "row count changed in arrow 58 -> 59 conversion",
+        ));
     }
     Ok(RecordBatch::from(structs))
 }
@@ -72,7 +74,10 @@ mod tests {
     fn round_trips_through_arrow58() {
         let batch = RecordBatch::try_from_iter(vec![
             ("id", Arc::new(Int64Array::from(vec![1, 2, 3])) as _),
-            ("name", Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])) as _),
+            (
+                "name",
+                Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])) as _,
+            ),
             (
                 "ts",
                 Arc::new(TimestampMicrosecondArray::from(vec![1, 2, 3]).with_timezone("UTC")) as _,
@@ -81,7 +86,10 @@ mod tests {
         .unwrap();
         let b58 = to_arrow58(&batch).unwrap();
         assert_eq!(b58.num_rows(), 3);
-        assert_eq!(b58.schema().field(2).data_type().to_string(), "Timestamp(µs, \"UTC\")");
+        assert_eq!(
+            b58.schema().field(2).data_type().to_string(),
+            "Timestamp(µs, \"UTC\")"
+        );
         let back = from_arrow58(b58).unwrap();
         assert_eq!(back, batch);
     }

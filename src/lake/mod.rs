@@ -5,6 +5,7 @@
 
 pub mod arrow_bridge;
 pub mod paimon;
+pub mod paimon_scan;
 pub mod tiering;
 
 /// Commit user of every snapshot written by Fluss tiering

@@ -34,14 +34,20 @@ pub struct PaimonLake {
 
 impl std::fmt::Debug for PaimonLake {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PaimonLake").field("warehouse", &self.warehouse).finish()
+        f.debug_struct("PaimonLake")
+            .field("warehouse", &self.warehouse)
+            .finish()
     }
 }
 
 fn lake_error(message: impl Into<String>, table: &str) -> impl FnOnce(paimon::Error) -> Error {
     let message = message.into();
     let table = table.to_string();
-    move |e| Error::new(ErrorKind::Lake, message).with_context("table", table).with_source(e)
+    move |e| {
+        Error::new(ErrorKind::Lake, message)
+            .with_context("table", table)
+            .with_source(e)
+    }
 }
 
 impl PaimonLake {
@@ -84,10 +90,12 @@ impl PaimonLake {
         let ident = Identifier::new(database, table);
         match self.catalog.get_table(&ident).await {
             Ok(t) => Ok(Some(t)),
-            Err(paimon::Error::TableNotExist { .. }) | Err(paimon::Error::DatabaseNotExist { .. }) => {
-                Ok(None)
-            }
-            Err(e) => Err(lake_error("cannot load the Paimon table", &format!("{database}.{table}"))(e)),
+            Err(paimon::Error::TableNotExist { .. })
+            | Err(paimon::Error::DatabaseNotExist { .. }) => Ok(None),
+            Err(e) => Err(lake_error(
+                "cannot load the Paimon table",
+                &format!("{database}.{table}"),
+            )(e)),
         }
     }
 
@@ -107,9 +115,9 @@ impl PaimonLake {
             .create_table(&Identifier::new(db, name), schema, true)
             .await
             .map_err(lake_error("cannot create the Paimon table", &full))?;
-        self.table(db, name)
-            .await?
-            .ok_or_else(|| Error::internal("Paimon table missing after create").with_context("table", full))
+        self.table(db, name).await?.ok_or_else(|| {
+            Error::internal("Paimon table missing after create").with_context("table", full)
+        })
     }
 }
 
@@ -124,7 +132,9 @@ pub fn paimon_schema(table: &FlussTable) -> Result<Schema> {
         builder = builder.column(column.name(), paimon_type(column.data_type(), nullable)?);
     }
     if !pk.is_empty() {
-        builder = builder.primary_key(pk).option("changelog-producer", "input");
+        builder = builder
+            .primary_key(pk)
+            .option("changelog-producer", "input");
     }
     let partition_keys: Vec<String> = info.get_partition_keys().to_vec();
     if !partition_keys.is_empty() {
@@ -149,9 +159,12 @@ pub fn paimon_schema(table: &FlussTable) -> Result<Schema> {
         }
     }
     builder.build().map_err(|e| {
-        Error::new(ErrorKind::Lake, "Fluss schema cannot be expressed in Paimon")
-            .with_context("table", table.path.to_string())
-            .with_source(e)
+        Error::new(
+            ErrorKind::Lake,
+            "Fluss schema cannot be expressed in Paimon",
+        )
+        .with_context("table", table.path.to_string())
+        .with_source(e)
     })
 }
 
@@ -176,7 +189,9 @@ pub fn paimon_type(ty: &FlussType, nullable: bool) -> Result<DataType> {
             DecimalType::with_nullable(nullable, d.precision(), d.scale()).map_err(invalid)?,
         ),
         FlussType::Date(_) => DataType::Date(DateType::with_nullable(nullable)),
-        FlussType::Time(_) => DataType::Time(TimeType::with_nullable(nullable, 0).map_err(invalid)?),
+        FlussType::Time(_) => {
+            DataType::Time(TimeType::with_nullable(nullable, 0).map_err(invalid)?)
+        }
         FlussType::Timestamp(t) => DataType::Timestamp(
             TimestampType::with_nullable(nullable, t.precision()).map_err(invalid)?,
         ),

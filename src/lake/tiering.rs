@@ -56,7 +56,11 @@ struct PendingTiering {
 fn lake_err(message: &str, table: &TablePath) -> impl FnOnce(paimon::Error) -> Error {
     let message = message.to_string();
     let table = table.to_string();
-    move |e| Error::new(ErrorKind::Lake, message).with_context("table", table).with_source(e)
+    move |e| {
+        Error::new(ErrorKind::Lake, message)
+            .with_context("table", table)
+            .with_source(e)
+    }
 }
 
 fn row_kind(change: ChangeType) -> i8 {
@@ -70,18 +74,30 @@ fn row_kind(change: ChangeType) -> i8 {
 
 /// Appends Paimon's `_VALUE_KIND` column so deletes reach the lake as DELETE rows.
 fn with_value_kind(batch: &RecordBatch, changes: &[ChangeType]) -> Result<RecordBatch> {
-    let mut fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
     fields.push(Field::new(VALUE_KIND_FIELD_NAME, ArrowType::Int8, false));
     let mut columns = batch.columns().to_vec();
     columns.push(Arc::new(Int8Array::from(
         changes.iter().map(|c| row_kind(*c)).collect::<Vec<_>>(),
     )));
-    Ok(RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), columns)?)
+    Ok(RecordBatch::try_new(
+        Arc::new(ArrowSchema::new(fields)),
+        columns,
+    )?)
 }
 
 /// Sets the `fluss-offsets` property of a committed Paimon snapshot (the paimon crate
 /// has no snapshot-properties parameter); the file is replaced atomically.
-async fn set_snapshot_offsets(table: &paimon::table::Table, snapshot_id: i64, offsets: &str) -> Result<()> {
+async fn set_snapshot_offsets(
+    table: &paimon::table::Table,
+    snapshot_id: i64,
+    offsets: &str,
+) -> Result<()> {
     let manager = table.snapshot_manager();
     let path = manager.snapshot_path(snapshot_id);
     let io = table.file_io();
@@ -90,17 +106,25 @@ async fn set_snapshot_offsets(table: &paimon::table::Table, snapshot_id: i64, of
             .with_context("file", &path)
             .with_source(e)
     };
-    let bytes = io.new_input(&path).map_err(read_err)?.read().await.map_err(read_err)?;
+    let bytes = io
+        .new_input(&path)
+        .map_err(read_err)?
+        .read()
+        .await
+        .map_err(read_err)?;
     let mut json: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &path))?;
-    let object = json
-        .as_object_mut()
-        .ok_or_else(|| Error::data_invalid("snapshot file is not a JSON object").with_context("file", &path))?;
+    let object = json.as_object_mut().ok_or_else(|| {
+        Error::data_invalid("snapshot file is not a JSON object").with_context("file", &path)
+    })?;
     let properties = object
         .entry("properties")
         .or_insert_with(|| serde_json::Value::Object(Default::default()));
     if let Some(p) = properties.as_object_mut() {
-        p.insert(FLUSS_OFFSETS_PROPERTY.to_string(), serde_json::Value::String(offsets.to_string()));
+        p.insert(
+            FLUSS_OFFSETS_PROPERTY.to_string(),
+            serde_json::Value::String(offsets.to_string()),
+        );
     }
     let tmp = format!("{path}.tmp-{}", uuid::Uuid::new_v4());
     let write_err = |e: paimon::Error| {
@@ -122,14 +146,13 @@ async fn find_tiering_snapshot(
     table: &paimon::table::Table,
     commit_identifier: i64,
 ) -> Result<Option<paimon::spec::Snapshot>> {
-    let snapshots = table
-        .snapshot_manager()
-        .list_all()
-        .await
-        .map_err(|e| Error::new(ErrorKind::Lake, "cannot list Paimon snapshots").with_source(e))?;
-    Ok(snapshots
-        .into_iter()
-        .find(|s| s.commit_user() == TIERING_COMMIT_USER && s.commit_identifier() == commit_identifier))
+    let snapshots =
+        table.snapshot_manager().list_all().await.map_err(|e| {
+            Error::new(ErrorKind::Lake, "cannot list Paimon snapshots").with_source(e)
+        })?;
+    Ok(snapshots.into_iter().find(|s| {
+        s.commit_user() == TIERING_COMMIT_USER && s.commit_identifier() == commit_identifier
+    }))
 }
 
 /// Finishes or discards an interrupted run; returns the snapshot it registered.
@@ -140,7 +163,9 @@ async fn recover(store: &LocalStore, table: &FlussTable, lake: &PaimonLake) -> R
     };
     let pending: PendingTiering =
         serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &node))?;
-    let paimon_table = lake.table(table.path.database(), table.path.table()).await?;
+    let paimon_table = lake
+        .table(table.path.database(), table.path.table())
+        .await?;
     let committed = match &paimon_table {
         Some(t) => find_tiering_snapshot(t, pending.commit_identifier).await?,
         None => None,
@@ -182,8 +207,10 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
     match table.lake_format() {
         Some(fluss::metadata::DataLakeFormat::Paimon) => {}
         Some(other) => {
-            return Err(Error::unsupported(format!("tiering to {other} is not supported yet"))
-                .with_context("table", path.to_string()));
+            return Err(
+                Error::unsupported(format!("tiering to {other} is not supported yet"))
+                    .with_context("table", path.to_string()),
+            );
         }
         None => {
             return Err(Error::invalid_input(
@@ -287,7 +314,10 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
         .map_err(lake_err("cannot commit the Paimon snapshot", path))?;
     let snapshot = find_tiering_snapshot(&paimon_table, commit_identifier)
         .await?
-        .ok_or_else(|| Error::internal("committed Paimon snapshot not found").with_context("table", path.to_string()))?;
+        .ok_or_else(|| {
+            Error::internal("committed Paimon snapshot not found")
+                .with_context("table", path.to_string())
+        })?;
     set_snapshot_offsets(&paimon_table, snapshot.id(), &offsets_path).await?;
 
     // 4. register, then drop the marker
@@ -317,7 +347,10 @@ fn crate_now_millis() -> i64 {
 
 /// Options of the lake catalog from table properties (`table.datalake.<fmt>.*`,
 /// prefix stripped), as Fluss's readers build them.
-pub fn lake_catalog_properties(properties: &HashMap<String, String>, format: &str) -> HashMap<String, String> {
+pub fn lake_catalog_properties(
+    properties: &HashMap<String, String>,
+    format: &str,
+) -> HashMap<String, String> {
     let prefix = format!("table.datalake.{format}.");
     properties
         .iter()

@@ -26,6 +26,8 @@ pub use batch::{BatchIterator, ChangeTypes, LogBatch};
 pub use builder::LogBatchBuilder;
 pub use compression::ArrowCompression;
 pub use format::LogMagic;
-pub use reader::{BucketLogReader, ChangelogBatch, LogRange, LogReadMetrics, LogReadOptions};
+pub use reader::{
+    BucketLogReader, ChangelogBatch, LogRange, LogReadCounters, LogReadMetrics, LogReadOptions,
+};
 pub use schema::{SchemaHistory, SchemaVersion};
 pub use statistics::{BatchStatistics, ColumnStatistics};

@@ -8,6 +8,7 @@ use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt64Array}
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::Column;
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningStatistics};
+use datafusion::physical_plan::metrics::Count;
 use datafusion::scalar::ScalarValue;
 use fluss::record::ChangeType;
 
@@ -61,6 +62,21 @@ pub struct LogReadOptions {
     pub predicate: Option<Arc<PruningPredicate>>,
     /// Verify each batch's CRC-32C (on by default in [`LogReadOptions::verified`]).
     pub verify_crc: bool,
+    /// Shared counters to report into (EXPLAIN ANALYZE metrics).
+    pub counters: Option<LogReadCounters>,
+}
+
+/// Counters a reader adds to as it goes; clones share the same values.
+#[derive(Debug, Clone, Default)]
+pub struct LogReadCounters {
+    /// Batches decoded.
+    pub batches_read: Count,
+    /// Batches skipped by statistics.
+    pub batches_skipped: Count,
+    /// Rows produced.
+    pub rows: Count,
+    /// Bytes of decoded batches.
+    pub bytes: Count,
 }
 
 impl LogReadOptions {
@@ -212,13 +228,23 @@ impl BucketLogReader {
                 .map_err(context)?;
             if self.skip_by_statistics(&batch, &version).map_err(context)? {
                 self.metrics.batches_skipped += 1;
+                if let Some(c) = &self.options.counters {
+                    c.batches_skipped.add(1);
+                }
                 continue;
             }
             let decoded = self.decode(&batch, &version).map_err(context)?;
             self.metrics.batches_read += 1;
             self.metrics.bytes_read += batch.size_in_bytes();
+            if let Some(c) = &self.options.counters {
+                c.batches_read.add(1);
+                c.bytes.add(batch.size_in_bytes());
+            }
             if let Some(cut) = decoded {
                 self.metrics.rows += cut.batch.num_rows();
+                if let Some(c) = &self.options.counters {
+                    c.rows.add(cut.batch.num_rows());
+                }
                 if cut.batch.num_rows() > 0 {
                     return Ok(Some(cut));
                 }

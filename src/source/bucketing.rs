@@ -27,7 +27,10 @@ fn mix_k1(k: u32) -> u32 {
 }
 
 fn mix_h1(h: u32, k: u32) -> u32 {
-    (h ^ k).rotate_left(13).wrapping_mul(5).wrapping_add(0xE654_6B64)
+    (h ^ k)
+        .rotate_left(13)
+        .wrapping_mul(5)
+        .wrapping_add(0xE654_6B64)
 }
 
 fn bit_mix(mut h: u32) -> u32 {
@@ -45,7 +48,10 @@ pub fn murmur3_seed42(data: &[u8]) -> i32 {
     let chunks = data.chunks_exact(4);
     let tail = chunks.remainder();
     for chunk in chunks {
-        h = mix_h1(h, mix_k1(u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])));
+        h = mix_h1(
+            h,
+            mix_k1(u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])),
+        );
     }
     for byte in tail {
         h = mix_h1(h, mix_k1(*byte as u32));

@@ -214,11 +214,18 @@ mod tests {
         let b = batch(&[1, 2], &["a", "b"]);
         let mut state = KeyValueState::new(b.schema(), vec![0]).unwrap();
         let log = state.upsert(&b).unwrap();
-        assert_eq!(log.change_types, vec![ChangeType::Insert, ChangeType::Insert]);
+        assert_eq!(
+            log.change_types,
+            vec![ChangeType::Insert, ChangeType::Insert]
+        );
         let log = state.upsert(&batch(&[2, 3], &["b2", "c"])).unwrap();
         assert_eq!(
             log.change_types,
-            vec![ChangeType::UpdateBefore, ChangeType::UpdateAfter, ChangeType::Insert]
+            vec![
+                ChangeType::UpdateBefore,
+                ChangeType::UpdateAfter,
+                ChangeType::Insert
+            ]
         );
         let names = log.batch.column(1).as_string::<i32>();
         assert_eq!(names.value(0), "b");
@@ -229,7 +236,10 @@ mod tests {
         assert_eq!(state.len(), 2);
         let mut replay = KeyValueState::new(b.schema(), vec![0]).unwrap();
         replay
-            .apply(&batch(&[5, 5], &["x", "x"]), &[ChangeType::Insert, ChangeType::Delete])
+            .apply(
+                &batch(&[5, 5], &["x", "x"]),
+                &[ChangeType::Insert, ChangeType::Delete],
+            )
             .unwrap();
         assert!(replay.is_empty());
     }

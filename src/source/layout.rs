@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 /// escape the store root.
 pub fn validate_name(kind: &str, name: &str) -> Result<()> {
     if let Some(reason) = TablePath::detect_invalid_name(name) {
-        return Err(Error::invalid_input(format!("invalid {kind} name '{name}': {reason}")));
+        return Err(Error::invalid_input(format!(
+            "invalid {kind} name '{name}': {reason}"
+        )));
     }
     if !name
         .bytes()
@@ -154,9 +156,18 @@ mod tests {
     fn paths_follow_the_fluss_layout() {
         let p = TablePath::new("db", "t");
         assert_eq!(bucket_dir(&p, 7, None, 2), "data/db/t-7/log-2");
-        assert_eq!(bucket_dir(&p, 7, Some(("2024", 3)), 0), "data/db/t-7/2024-p3/log-0");
+        assert_eq!(
+            bucket_dir(&p, 7, Some(("2024", 3)), 0),
+            "data/db/t-7/2024-p3/log-0"
+        );
         assert_eq!(table_node(&p), "zk/metadata/databases/db/tables/t.json");
-        assert_eq!(schema_node(&p, 1), "zk/metadata/databases/db/tables/t/schemas/1.json");
-        assert_eq!(lake_table_node(7), "zk/tabletservers/tables/7/laketable.json");
+        assert_eq!(
+            schema_node(&p, 1),
+            "zk/metadata/databases/db/tables/t/schemas/1.json"
+        );
+        assert_eq!(
+            lake_table_node(7),
+            "zk/tabletservers/tables/7/laketable.json"
+        );
     }
 }

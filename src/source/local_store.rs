@@ -137,14 +137,20 @@ impl LocalStore {
                 .map_err(|e| Error::from(e).with_context("file", counter))?,
             None => 0,
         };
-        self.put_json(counter, (current + 1).to_string().into_bytes()).await?;
+        self.put_json(counter, (current + 1).to_string().into_bytes())
+            .await?;
         Ok(current)
     }
 
     // ---------------------------------------------------------------- databases
 
     /// Creates a database.
-    pub async fn create_database(&self, name: &str, comment: Option<&str>, if_not_exists: bool) -> Result<()> {
+    pub async fn create_database(
+        &self,
+        name: &str,
+        comment: Option<&str>,
+        if_not_exists: bool,
+    ) -> Result<()> {
         validate_name("database", name)?;
         let _guard = self.writer.lock().await;
         let node = layout::database_node(name);
@@ -152,7 +158,10 @@ impl LocalStore {
             if if_not_exists {
                 return Ok(());
             }
-            return Err(Error::new(ErrorKind::AlreadyExists, format!("database '{name}' already exists")));
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("database '{name}' already exists"),
+            ));
         }
         let now = now_millis();
         let reg = DatabaseRegistration {
@@ -168,7 +177,11 @@ impl LocalStore {
     /// Whether a database exists.
     pub async fn database_exists(&self, name: &str) -> Result<bool> {
         validate_name("database", name)?;
-        Ok(self.storage.read_optional(&layout::database_node(name)).await?.is_some())
+        Ok(self
+            .storage
+            .read_optional(&layout::database_node(name))
+            .await?
+            .is_some())
     }
 
     /// Drops a database; with `cascade` its tables too.
@@ -177,7 +190,9 @@ impl LocalStore {
             if if_exists {
                 return Ok(());
             }
-            return Err(Error::not_found(format!("database '{name}' does not exist")));
+            return Err(Error::not_found(format!(
+                "database '{name}' does not exist"
+            )));
         }
         let tables = self.list_tables(name).await?;
         if !tables.is_empty() && !cascade {
@@ -190,7 +205,9 @@ impl LocalStore {
             self.drop_table(&TablePath::new(name, &table), true).await?;
         }
         let _guard = self.writer.lock().await;
-        self.storage.delete_dir(&format!("zk/metadata/databases/{name}")).await?;
+        self.storage
+            .delete_dir(&format!("zk/metadata/databases/{name}"))
+            .await?;
         self.storage.delete(&layout::database_node(name)).await
     }
 
@@ -215,7 +232,12 @@ impl LocalStore {
         }
         {
             let _guard = self.writer.lock().await;
-            if self.storage.read_optional(&layout::table_node(path)).await?.is_some() {
+            if self
+                .storage
+                .read_optional(&layout::table_node(path))
+                .await?
+                .is_some()
+            {
                 if !if_not_exists {
                     return Err(Error::new(
                         ErrorKind::AlreadyExists,
@@ -271,13 +293,18 @@ impl LocalStore {
         }
         // Validate the statistics and compression options up front.
         statistics_column_mapping(
-            properties.get(STATISTICS_COLUMNS_PROPERTY).map(String::as_str),
+            properties
+                .get(STATISTICS_COLUMNS_PROPERTY)
+                .map(String::as_str),
             schema.row_type(),
         )?;
         ArrowCompression::from_properties(&to_hash(&properties))?;
         let partition_keys: Vec<String> = descriptor.partition_keys().to_vec();
-        let mut bucket_keys: Vec<String> =
-            descriptor.bucket_keys().into_iter().map(str::to_string).collect();
+        let mut bucket_keys: Vec<String> = descriptor
+            .bucket_keys()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         if bucket_keys.is_empty() {
             if let Some(pk) = schema.primary_key() {
                 bucket_keys = pk
@@ -314,15 +341,21 @@ impl LocalStore {
         };
         // Schema first, then the table znode, as MetadataManager.createTable does.
         let schema_json = serde_json::to_vec(&schema.serialize_json()?)?;
-        self.put_json(&layout::schema_node(path, 1), schema_json).await?;
-        self.put_json(&layout::table_node(path), serde_json::to_vec(&registration)?)
-            .await
+        self.put_json(&layout::schema_node(path, 1), schema_json)
+            .await?;
+        self.put_json(
+            &layout::table_node(path),
+            serde_json::to_vec(&registration)?,
+        )
+        .await
     }
 
     /// Table names of a database.
     pub async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
         if !self.database_exists(database).await? {
-            return Err(Error::not_found(format!("database '{database}' does not exist")));
+            return Err(Error::not_found(format!(
+                "database '{database}' does not exist"
+            )));
         }
         let names = match self.storage.list_dir(&layout::tables_dir(database)).await {
             Ok(n) => n,
@@ -349,36 +382,48 @@ impl LocalStore {
         guard.assigners.remove(&id);
         self.storage.delete(&layout::table_node(path)).await?;
         self.storage.delete_dir(&layout::table_dir(path)).await?;
-        self.storage.delete_dir(&layout::table_data_dir(path, id)).await?;
-        self.storage.delete_dir(&format!("zk/tabletservers/tables/{id}")).await
+        self.storage
+            .delete_dir(&layout::table_data_dir(path, id))
+            .await?;
+        self.storage
+            .delete_dir(&format!("zk/tabletservers/tables/{id}"))
+            .await
     }
 
     async fn load_table(&self, path: &TablePath) -> Result<FlussTable> {
         validate_name("database", path.database())?;
         validate_name("table", path.table())?;
         let node = layout::table_node(path);
-        let bytes = self.storage.read_optional(&node).await?.ok_or_else(|| {
-            Error::not_found(format!("table '{path}' does not exist"))
-        })?;
+        let bytes = self
+            .storage
+            .read_optional(&node)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("table '{path}' does not exist")))?;
         if bytes.is_empty() {
             // The coordinator creates the znode empty, then fills it: half-created.
-            return Err(Error::not_found(format!("table '{path}' is still being created")));
+            return Err(Error::not_found(format!(
+                "table '{path}' is still being created"
+            )));
         }
-        let reg: TableRegistration =
-            serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &node))?;
+        let reg: TableRegistration = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::from(e).with_context("file", &node))?;
         let mut history = SchemaHistory::default();
         let schemas_dir = layout::schemas_dir(path);
         for name in self.storage.list_dir(&schemas_dir).await? {
-            let Some(id) = name.strip_suffix(".json").and_then(|s| s.parse::<i32>().ok()) else {
+            let Some(id) = name
+                .strip_suffix(".json")
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
                 continue;
             };
             let file = format!("{schemas_dir}/{name}");
             let bytes = self.storage.read(&file).await?;
-            let value: serde_json::Value =
-                serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &file))?;
+            let value: serde_json::Value = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::from(e).with_context("file", &file))?;
             let schema = Schema::deserialize_json(&value)
                 .map_err(|e| Error::from(e).with_context("file", &file))?;
-            history.insert(SchemaVersion::new(id, schema).map_err(|e| e.with_context("file", &file))?);
+            history
+                .insert(SchemaVersion::new(id, schema).map_err(|e| e.with_context("file", &file))?);
         }
         let latest = history
             .latest()
@@ -419,8 +464,8 @@ impl LocalStore {
             };
             let file = format!("{dir}/{name}");
             let bytes = self.storage.read(&file).await?;
-            let reg: PartitionRegistration =
-                serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &file))?;
+            let reg: PartitionRegistration = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::from(e).with_context("file", &file))?;
             let spec = ResolvedPartitionSpec::from_partition_name(
                 table.info.get_partition_keys().clone(),
                 partition_name,
@@ -435,8 +480,8 @@ impl LocalStore {
         validate_partition_name(name)?;
         let node = layout::partition_node(&table.path, name);
         if let Some(bytes) = self.storage.read_optional(&node).await? {
-            let reg: PartitionRegistration =
-                serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &node))?;
+            let reg: PartitionRegistration = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::from(e).with_context("file", &node))?;
             return Ok(reg.partition_id);
         }
         let partition_id = self.next_id(&layout::partition_seqid_node()).await?;
@@ -455,7 +500,10 @@ impl LocalStore {
         layout::bucket_dir(
             &table.path,
             table.table_id(),
-            bucket.partition.as_ref().map(|(id, name)| (name.as_str(), *id)),
+            bucket
+                .partition
+                .as_ref()
+                .map(|(id, name)| (name.as_str(), *id)),
             bucket.bucket,
         )
     }
@@ -464,7 +512,12 @@ impl LocalStore {
     pub async fn buckets(&self, table: &FlussTable) -> Result<Vec<BucketLocation>> {
         let n = table.info.get_num_buckets();
         if !table.info.is_partitioned() {
-            return Ok((0..n).map(|bucket| BucketLocation { partition: None, bucket }).collect());
+            return Ok((0..n)
+                .map(|bucket| BucketLocation {
+                    partition: None,
+                    bucket,
+                })
+                .collect());
         }
         let mut out = Vec::new();
         for p in self.load_partitions(table).await? {
@@ -496,11 +549,16 @@ impl LocalStore {
         entry: super::metadata::LakeSnapshotEntry,
     ) -> Result<()> {
         let mut lake = self.lake_table(table_id).await?;
-        if lake.snapshots.iter().any(|s| s.snapshot_id == entry.snapshot_id) {
+        if lake
+            .snapshots
+            .iter()
+            .any(|s| s.snapshot_id == entry.snapshot_id)
+        {
             return Ok(());
         }
         lake.snapshots.push(entry);
-        self.put_json(&layout::lake_table_node(table_id), lake.to_json()?).await
+        self.put_json(&layout::lake_table_node(table_id), lake.to_json()?)
+            .await
     }
 
     /// Reads an offsets file (relative to the root, or absolute).
@@ -510,7 +568,10 @@ impl LocalStore {
     }
 
     /// The lake snapshot tiered most recently (readable or not) and its offsets.
-    pub async fn latest_tiered_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>> {
+    pub async fn latest_tiered_snapshot(
+        &self,
+        table: &FlussTable,
+    ) -> Result<Option<ReadableSnapshot>> {
         let lake = self.lake_table(table.table_id()).await?;
         if let Some(entry) = lake.latest() {
             let offsets = self.read_offsets_file(&entry.tiered_offsets).await?;
@@ -572,7 +633,9 @@ impl LocalStore {
         let mut builder = LogBatchBuilder::new(latest.id as i16, compression);
         if !changelog {
             let mapping = statistics_column_mapping(
-                properties.get(STATISTICS_COLUMNS_PROPERTY).map(String::as_str),
+                properties
+                    .get(STATISTICS_COLUMNS_PROPERTY)
+                    .map(String::as_str),
                 latest.row_type(),
             )?;
             builder = builder.with_statistics(latest.row_type().clone(), mapping);
@@ -589,7 +652,8 @@ impl LocalStore {
         let key = (table.table_id(), bucket.partition_id(), bucket.bucket);
         if !state.segments.contains_key(&key) {
             let dir = self.bucket_dir(table, bucket);
-            let writer = SegmentWriter::open(&self.storage, &dir, self.options.segment_roll_bytes).await?;
+            let writer =
+                SegmentWriter::open(&self.storage, &dir, self.options.segment_roll_bytes).await?;
             state.segments.insert(key, writer);
         }
         state
@@ -653,14 +717,20 @@ impl LocalStore {
         }
         let batch = self.conform(&table, batch)?;
         let builder = self.batch_builder(&table, false)?;
-        let mut result = WriteResult { rows: batch.num_rows(), ..Default::default() };
+        let mut result = WriteResult {
+            rows: batch.num_rows(),
+            ..Default::default()
+        };
         if batch.num_rows() == 0 {
             return Ok(result);
         }
         let mut state = self.writer.lock().await;
         for (partition, part) in self.split_by_partition(&table, &batch).await? {
             for (bucket, rows) in self.group_by_bucket(&mut state, &table, &part)? {
-                let location = BucketLocation { partition: partition.clone(), bucket };
+                let location = BucketLocation {
+                    partition: partition.clone(),
+                    bucket,
+                };
                 self.append_batch(&mut state, &table, &location, &builder, &rows, None)
                     .await
                     .map_err(|e| e.with_context("table", path.to_string()))?;
@@ -681,7 +751,12 @@ impl LocalStore {
         self.write_kv(path, keys, true).await
     }
 
-    async fn write_kv(&self, path: &TablePath, batch: &RecordBatch, delete: bool) -> Result<WriteResult> {
+    async fn write_kv(
+        &self,
+        path: &TablePath,
+        batch: &RecordBatch,
+        delete: bool,
+    ) -> Result<WriteResult> {
         let table = self.get_table(path).await?;
         if !table.info.has_primary_key() {
             return Err(Error::invalid_input(format!(
@@ -690,26 +765,43 @@ impl LocalStore {
         }
         let latest = table.schemas.latest()?;
         let full = if delete {
-            conform_keys(batch, &latest.arrow, &table.info.get_schema().primary_key_indexes())?
+            conform_keys(
+                batch,
+                &latest.arrow,
+                &table.info.get_schema().primary_key_indexes(),
+            )?
         } else {
             self.conform(&table, batch)?
         };
         let builder = self.batch_builder(&table, true)?;
-        let mut result = WriteResult { rows: full.num_rows(), ..Default::default() };
+        let mut result = WriteResult {
+            rows: full.num_rows(),
+            ..Default::default()
+        };
         if full.num_rows() == 0 {
             return Ok(result);
         }
         let mut state = self.writer.lock().await;
         for (partition, part) in self.split_by_partition(&table, &full).await? {
             for (bucket, rows) in self.group_by_bucket(&mut state, &table, &part)? {
-                let location = BucketLocation { partition: partition.clone(), bucket };
+                let location = BucketLocation {
+                    partition: partition.clone(),
+                    bucket,
+                };
                 let key = (table.table_id(), location.partition_id(), bucket);
                 if !state.kv.contains_key(&key) {
                     let kv = self.replay_state(&table, &location).await?;
                     state.kv.insert(key, kv);
                 }
-                let kv = state.kv.get_mut(&key).ok_or_else(|| Error::internal("kv state vanished"))?;
-                let changelog = if delete { kv.delete(&rows)? } else { kv.upsert(&rows)? };
+                let kv = state
+                    .kv
+                    .get_mut(&key)
+                    .ok_or_else(|| Error::internal("kv state vanished"))?;
+                let changelog = if delete {
+                    kv.delete(&rows)?
+                } else {
+                    kv.upsert(&rows)?
+                };
                 // A write that changes nothing still takes an offset (empty batch), as Fluss.
                 self.append_batch(
                     &mut state,
@@ -729,7 +821,11 @@ impl LocalStore {
     }
 
     /// Rebuilds a bucket's key-value state by replaying its whole changelog.
-    async fn replay_state(&self, table: &FlussTable, bucket: &BucketLocation) -> Result<KeyValueState> {
+    async fn replay_state(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+    ) -> Result<KeyValueState> {
         let latest = table.schemas.latest()?;
         let key_columns = table.info.get_schema().primary_key_indexes();
         let mut state = KeyValueState::new(latest.arrow.clone(), key_columns)?;
@@ -766,11 +862,19 @@ fn legacy_snapshot(lake: &LakeTable, table_id: i64) -> Option<ReadableSnapshot> 
 /// Renders one partition value as Fluss names partitions (`PartitionUtils`).
 fn partition_value(column: &ArrayRef, row: usize) -> Result<String> {
     if column.is_null(row) {
-        return Err(Error::invalid_input("partition column values must not be null"));
+        return Err(Error::invalid_input(
+            "partition column values must not be null",
+        ));
     }
     let value = match column.data_type() {
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Boolean
-        | ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
+        ArrowType::Utf8
+        | ArrowType::LargeUtf8
+        | ArrowType::Utf8View
+        | ArrowType::Boolean
+        | ArrowType::Int8
+        | ArrowType::Int16
+        | ArrowType::Int32
+        | ArrowType::Int64
         | ArrowType::Date32 => {
             let s = cast(&column.slice(row, 1), &ArrowType::Utf8)?;
             let s = s
@@ -832,7 +936,10 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBa
     }
     for field in schema.fields() {
         if target.index_of(field.name()).is_err() {
-            return Err(Error::invalid_input(format!("unknown column '{}'", field.name())));
+            return Err(Error::invalid_input(format!(
+                "unknown column '{}'",
+                field.name()
+            )));
         }
     }
     Ok(RecordBatch::try_new_with_options(
@@ -843,19 +950,31 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBa
 }
 
 /// A delete batch: key columns (cast), other columns null (only keys are used).
-fn conform_keys(batch: &RecordBatch, target: &SchemaRef, key_columns: &[usize]) -> Result<RecordBatch> {
+fn conform_keys(
+    batch: &RecordBatch,
+    target: &SchemaRef,
+    key_columns: &[usize],
+) -> Result<RecordBatch> {
     let schema = batch.schema();
     let mut columns = Vec::with_capacity(target.fields().len());
     for (i, field) in target.fields().iter().enumerate() {
         let column = if key_columns.contains(&i) {
-            let c = schema.index_of(field.name()).map(|j| batch.column(j)).map_err(|_| {
-                Error::invalid_input(format!("delete needs the primary key column '{}'", field.name()))
-            })?;
+            let c = schema
+                .index_of(field.name())
+                .map(|j| batch.column(j))
+                .map_err(|_| {
+                    Error::invalid_input(format!(
+                        "delete needs the primary key column '{}'",
+                        field.name()
+                    ))
+                })?;
             cast(c, field.data_type())?
         } else {
             match schema.index_of(field.name()) {
                 Ok(j) => cast(batch.column(j), field.data_type())?,
-                Err(_) => datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows()),
+                Err(_) => {
+                    datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows())
+                }
             }
         };
         columns.push(column);
@@ -904,7 +1023,10 @@ impl FlussSource for LocalStore {
     async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>> {
         let lake = self.lake_table(table.table_id()).await?;
         if let Some(entry) = lake.latest_readable() {
-            let path = entry.readable_offsets.as_deref().unwrap_or(&entry.tiered_offsets);
+            let path = entry
+                .readable_offsets
+                .as_deref()
+                .unwrap_or(&entry.tiered_offsets);
             let offsets = self.read_offsets_file(path).await?;
             return Ok(Some(ReadableSnapshot {
                 snapshot_id: entry.snapshot_id,
@@ -914,7 +1036,11 @@ impl FlussSource for LocalStore {
         Ok(legacy_snapshot(&lake, table.table_id()))
     }
 
-    async fn bucket_offsets(&self, table: &FlussTable, bucket: &BucketLocation) -> Result<BucketOffsets> {
+    async fn bucket_offsets(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+    ) -> Result<BucketOffsets> {
         let dir = self.bucket_dir(table, bucket);
         let (earliest, high_watermark) = bucket_offsets(&self.storage, &dir)
             .await
@@ -950,7 +1076,8 @@ impl FlussSource for LocalStore {
             let table_name = table_name.clone();
             async move {
                 let next = reader.next_batch().await.map_err(|e| {
-                    e.with_context("table", table_name).with_context("bucket", bucket_id)
+                    e.with_context("table", table_name)
+                        .with_context("bucket", bucket_id)
                 })?;
                 Ok(next.map(|b| (b, reader)))
             }

@@ -54,12 +54,20 @@ impl FlussTable {
         if !enabled {
             return None;
         }
-        self.info.get_table_config().get_datalake_format().ok().flatten()
+        self.info
+            .get_table_config()
+            .get_datalake_format()
+            .ok()
+            .flatten()
     }
 
     /// The lake format from properties even when the lake is disabled (bucketing).
     pub fn configured_lake_format(&self) -> Option<DataLakeFormat> {
-        self.info.get_table_config().get_datalake_format().ok().flatten()
+        self.info
+            .get_table_config()
+            .get_datalake_format()
+            .ok()
+            .flatten()
     }
 }
 
@@ -120,7 +128,11 @@ pub trait FlussSource: Debug + Send + Sync {
     async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>>;
 
     /// Earliest offset and high watermark of a bucket.
-    async fn bucket_offsets(&self, table: &FlussTable, bucket: &BucketLocation) -> Result<BucketOffsets>;
+    async fn bucket_offsets(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+    ) -> Result<BucketOffsets>;
 
     /// Reads `range` of a bucket's log as decoded batches with change types.
     async fn read_log(

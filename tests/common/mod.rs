@@ -47,8 +47,12 @@ pub fn render_cell(array: &dyn Array, row: usize) -> Value {
         DataType::Timestamp(unit, tz) => {
             let v = match unit {
                 TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(row),
-                TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(row),
-                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().value(row),
+                TimeUnit::Millisecond => {
+                    array.as_primitive::<TimestampMillisecondType>().value(row)
+                }
+                TimeUnit::Microsecond => {
+                    array.as_primitive::<TimestampMicrosecondType>().value(row)
+                }
                 TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(row),
             };
             render_timestamp(v, unit, tz.is_some())
@@ -69,7 +73,10 @@ pub fn render_rows(batches: &[RecordBatch]) -> Vec<Value> {
         for row in 0..batch.num_rows() {
             let mut object = Map::new();
             for (i, field) in schema.fields().iter().enumerate() {
-                object.insert(field.name().clone(), render_cell(batch.column(i).as_ref(), row));
+                object.insert(
+                    field.name().clone(),
+                    render_cell(batch.column(i).as_ref(), row),
+                );
             }
             rows.push(Value::Object(object));
         }

@@ -1,0 +1,133 @@
+//! [`FlussCatalog`]: Fluss databases as DataFusion schemas, tables as union-read
+//! tables, plus the virtual tables Fluss's Flink catalog offers (`t$lake`, ...).
+//!
+//! ```text
+//! SELECT * FROM fluss.<database>.<table>         union read (lake snapshot + log tail)
+//! SELECT * FROM fluss.<database>."<table>$lake"  lake snapshot only
+//! ```
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::error::{DataFusionError, Result as DfResult};
+use fluss::metadata::TablePath;
+
+use super::blocking::block_on;
+use super::table::{FlussTableProvider, ReadMode};
+use crate::error::ErrorKind;
+use crate::source::{FlussSource, LocalStore};
+
+/// The catalog of one Fluss source (register it as `fluss`).
+#[derive(Debug, Clone)]
+pub struct FlussCatalog {
+    source: Arc<dyn FlussSource>,
+    store: Option<Arc<LocalStore>>,
+}
+
+impl FlussCatalog {
+    /// A catalog over a LocalStore (reads, lake reads and writes).
+    pub fn new(store: Arc<LocalStore>) -> Self {
+        Self {
+            source: store.clone(),
+            store: Some(store),
+        }
+    }
+
+    /// A read-only catalog over any source.
+    pub fn from_source(source: Arc<dyn FlussSource>) -> Self {
+        Self {
+            source,
+            store: None,
+        }
+    }
+}
+
+impl CatalogProvider for FlussCatalog {
+    fn schema_names(&self) -> Vec<String> {
+        let source = self.source.clone();
+        block_on(async move { source.list_databases().await })
+            .and_then(|r| r)
+            .unwrap_or_default()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        let source = self.source.clone();
+        let db = name.to_string();
+        let exists = block_on(async move { source.list_databases().await })
+            .and_then(|r| r)
+            .map(|dbs| dbs.contains(&db))
+            .unwrap_or(false);
+        exists.then(|| {
+            Arc::new(FlussSchema {
+                source: self.source.clone(),
+                store: self.store.clone(),
+                database: name.to_string(),
+            }) as Arc<dyn SchemaProvider>
+        })
+    }
+}
+
+/// One Fluss database.
+#[derive(Debug, Clone)]
+pub struct FlussSchema {
+    source: Arc<dyn FlussSource>,
+    store: Option<Arc<LocalStore>>,
+    database: String,
+}
+
+impl FlussSchema {
+    async fn provider(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        let (base, suffix) = match name.split_once('$') {
+            Some((b, s)) => (b, Some(s)),
+            None => (name, None),
+        };
+        let path = TablePath::new(self.database.as_str(), base);
+        let table = match self.source.get_table(&path).await {
+            Ok(t) => t,
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mode = match suffix {
+            None => ReadMode::Union,
+            Some("lake") => ReadMode::LakeOnly,
+            Some(other) => {
+                return Err(DataFusionError::Plan(format!(
+                    "unknown virtual table '${other}' of {path} (supported: $lake)"
+                )));
+            }
+        };
+        if mode == ReadMode::LakeOnly && table.lake_format().is_none() {
+            return Err(DataFusionError::Plan(format!(
+                "table {path} has no lake ('table.datalake.enabled' is not true)"
+            )));
+        }
+        let mut provider = FlussTableProvider::new(self.source.clone(), table, mode)?;
+        if let Some(store) = &self.store {
+            provider = provider.with_store(store.clone());
+        }
+        Ok(Some(Arc::new(provider)))
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for FlussSchema {
+    fn table_names(&self) -> Vec<String> {
+        let source = self.source.clone();
+        let db = self.database.clone();
+        block_on(async move { source.list_tables(&db).await })
+            .and_then(|r| r)
+            .unwrap_or_default()
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        self.provider(name).await
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        let base = name.split_once('$').map_or(name, |(b, _)| b);
+        self.table_names().iter().any(|t| t == base)
+    }
+}

@@ -1,0 +1,295 @@
+//! Lake-side scan nodes: `FlussLakeMergeExec` reads merge-on-read Paimon splits
+//! through the paimon crate; plain parquet splits are planned as DataFusion's own
+//! parquet `DataSourceExec` ([`parquet_scan`]).
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Statistics};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::error::Result as DfResult;
+use datafusion::execution::TaskContext;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    SendableRecordBatchStream,
+};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use paimon::table::{DataSplit, Table};
+
+use crate::error::{Error, Result};
+use crate::lake::paimon_scan::{LakeFile, read_merged};
+
+/// Casts a lake batch to the Fluss schema: columns by name, types cast (e.g. lake
+/// timestamps in another unit), lake-only columns (`__bucket`, ...) dropped.
+pub fn to_fluss_schema(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+    let source = batch.schema();
+    let mut columns = Vec::with_capacity(target.fields().len());
+    for field in target.fields() {
+        let index = source.index_of(field.name()).map_err(|_| {
+            Error::data_invalid(format!(
+                "lake data has no column '{}' (lake schema does not match the Fluss schema)",
+                field.name()
+            ))
+        })?;
+        let column = batch.column(index);
+        columns.push(if column.data_type() == field.data_type() {
+            column.clone()
+        } else {
+            cast(column, field.data_type()).map_err(|e| {
+                Error::data_invalid(format!(
+                    "lake column '{}' of type {} cannot be read as {}",
+                    field.name(),
+                    column.data_type(),
+                    field.data_type()
+                ))
+                .with_source(e)
+            })?
+        });
+    }
+    let options =
+        datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        target.clone(),
+        columns,
+        &options,
+    )?)
+}
+
+/// Reads merge-on-read splits, casting to `schema` (a projection of the Fluss schema).
+pub fn merged_stream(
+    table: &Table,
+    splits: Vec<DataSplit>,
+    schema: SchemaRef,
+    table_name: String,
+) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let stream = read_merged(table, splits, &columns)?;
+    Ok(stream
+        .map(move |b| {
+            b.and_then(|b| to_fluss_schema(&b, &schema))
+                .map_err(|e| e.with_context("table", &table_name))
+        })
+        .boxed())
+}
+
+/// Merge-on-read lake splits, one output partition per group of splits.
+#[derive(Debug)]
+pub struct FlussLakeMergeExec {
+    table: Table,
+    table_name: String,
+    groups: Vec<Vec<DataSplit>>,
+    schema: SchemaRef,
+    snapshot_id: i64,
+    limit: Option<usize>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl FlussLakeMergeExec {
+    /// A scan of `groups` of splits producing `schema`.
+    pub fn new(
+        table: Table,
+        table_name: String,
+        groups: Vec<Vec<DataSplit>>,
+        schema: SchemaRef,
+        snapshot_id: i64,
+        limit: Option<usize>,
+    ) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(groups.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        Self {
+            table,
+            table_name,
+            groups,
+            schema,
+            snapshot_id,
+            limit,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+}
+
+impl DisplayAs for FlussLakeMergeExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let splits: usize = self.groups.iter().map(Vec::len).sum();
+        write!(
+            f,
+            "FlussLakeMergeExec: table={}, lake_snapshot={}, merge_on_read_splits={}, projection=[{}]",
+            self.table_name,
+            self.snapshot_id,
+            splits,
+            super::describe::describe_projection(&self.schema)
+        )
+    }
+}
+
+impl ExecutionPlan for FlussLakeMergeExec {
+    fn name(&self) -> &str {
+        "FlussLakeMergeExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let splits = self.groups.get(partition).cloned().unwrap_or_default();
+        let rows = MetricBuilder::new(&self.metrics).counter("lake_rows", partition);
+        let stream = if splits.is_empty() {
+            futures::stream::empty().boxed()
+        } else {
+            merged_stream(
+                &self.table,
+                splits,
+                self.schema.clone(),
+                self.table_name.clone(),
+            )?
+            .map(move |b| {
+                b.map(|b| {
+                    rows.add(b.num_rows());
+                    b
+                })
+                .map_err(DataFusionError::from)
+            })
+            .boxed()
+        };
+        let stream = super::describe::limit_stream(stream, self.limit);
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            stream,
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+    }
+}
+
+/// `(object store URL, path within it)` of a lake file path or URL.
+pub fn object_location(path: &str) -> Result<(ObjectStoreUrl, String)> {
+    let local = path
+        .strip_prefix("file://")
+        .or_else(|| path.strip_prefix("file:"))
+        .unwrap_or(path);
+    if local.starts_with('/') {
+        return Ok((
+            ObjectStoreUrl::local_filesystem(),
+            local.trim_start_matches('/').to_string(),
+        ));
+    }
+    let url = url::Url::parse(path).map_err(|e| {
+        Error::invalid_input("lake file path is not a URL")
+            .with_context("file", path)
+            .with_source(e)
+    })?;
+    let base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
+    let store = ObjectStoreUrl::parse(&base).map_err(|e| {
+        Error::invalid_input("bad object store URL")
+            .with_context("file", path)
+            .with_source(e)
+    })?;
+    Ok((store, url.path().trim_start_matches('/').to_string()))
+}
+
+/// Plans plain lake parquet files as DataFusion's parquet scan: `table_schema` is the
+/// Fluss schema (the schema adapter casts file types and ignores lake-only columns),
+/// files bin-packed into `target_partitions` groups, the predicate used for row-group
+/// and page pruning.
+pub fn parquet_scan(
+    state: &dyn Session,
+    files: &[LakeFile],
+    table_schema: SchemaRef,
+    projection: Option<Vec<usize>>,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    limit: Option<usize>,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let (store_url, _) = object_location(&files[0].path)?;
+    let mut partitioned = Vec::with_capacity(files.len());
+    for file in files {
+        let (url, path) = object_location(&file.path)?;
+        if url != store_url {
+            return Err(Error::unsupported("lake files span several object stores"));
+        }
+        partitioned.push(PartitionedFile::new(path, file.size));
+    }
+    // Largest files first, each to the least loaded group (like ListingTable's split).
+    let target = state
+        .config()
+        .target_partitions()
+        .max(1)
+        .min(partitioned.len());
+    partitioned.sort_by_key(|f| std::cmp::Reverse(f.object_meta.size));
+    let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); target];
+    for file in partitioned {
+        let (load, group) = groups
+            .iter_mut()
+            .min_by_key(|(load, _)| *load)
+            .ok_or_else(|| Error::internal("no file group"))?;
+        *load += file.object_meta.size;
+        group.push(file);
+    }
+    let mut source = ParquetSource::new(table_schema.clone())
+        .with_table_parquet_options(state.table_options().parquet.clone());
+    if let Some(p) = predicate {
+        source = source.with_predicate(p);
+    }
+    let total_rows: i64 = files.iter().map(|f| f.rows).sum();
+    let mut stats = Statistics::new_unknown(&table_schema);
+    stats.num_rows = Precision::Exact(total_rows.max(0) as usize);
+    let config = FileScanConfigBuilder::new(store_url, Arc::new(source))
+        .with_file_groups(groups.into_iter().map(|(_, g)| FileGroup::new(g)).collect())
+        .with_statistics(stats)
+        .with_limit(limit)
+        .with_projection_indices(projection)
+        .map_err(|e| Error::internal("parquet projection").with_source(e))?
+        .build();
+    Ok(Some(DataSourceExec::from_data_source(config)))
+}

@@ -1,0 +1,261 @@
+//! `FlussPrimaryKeyScanExec`: the primary-key union read, one output partition per
+//! (partition, bucket).
+//!
+//! Per bucket: fold the changelog tail `[tiered offset, high watermark)` by key
+//! ([`ChangelogFold`], last change wins), stream the bucket's merged lake rows
+//! dropping those whose key the tail touched, then emit the tail's live rows. Memory
+//! is bounded by the tail; the lake is streamed.
+//!
+//! ```text
+//!  lake bucket b (merged)  --anti-join keys-->  surviving lake rows --+--> output
+//!  log  bucket b [o_b, hw) --fold by key----->  live tail rows ------+
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Statistics};
+use datafusion::error::Result as DfResult;
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    SendableRecordBatchStream,
+};
+use futures::{StreamExt, TryStreamExt};
+use paimon::table::{DataSplit, Table};
+
+use super::lake_exec::merged_stream;
+use crate::log::{LogReadCounters, LogReadOptions};
+use crate::source::{FlussSource, FlussTable};
+use crate::union::{BucketCut, ChangelogFold};
+
+/// What one output partition reads.
+#[derive(Debug, Clone)]
+pub struct PrimaryKeyBucketTask {
+    /// Partition name, for display.
+    pub partition_name: Option<String>,
+    /// Bucket id.
+    pub bucket: i32,
+    /// Lake splits of this bucket (merged by the paimon reader).
+    pub lake_splits: Vec<DataSplit>,
+    /// The bucket's log tail, if it exists in Fluss.
+    pub tail: Option<BucketCut>,
+}
+
+/// The primary-key union scan.
+#[derive(Debug)]
+pub struct FlussPrimaryKeyScanExec {
+    source: Arc<dyn FlussSource>,
+    table: FlussTable,
+    lake: Option<(Table, i64)>,
+    tasks: Vec<PrimaryKeyBucketTask>,
+    scan_columns: Vec<usize>,
+    scan_schema: SchemaRef,
+    key_positions: Vec<usize>,
+    output_positions: Vec<usize>,
+    schema: SchemaRef,
+    limit: Option<usize>,
+    filters: Vec<String>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl FlussPrimaryKeyScanExec {
+    /// `scan_columns` are table columns read (the projection plus the key columns);
+    /// `output_positions` pick the projection out of them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        source: Arc<dyn FlussSource>,
+        table: FlussTable,
+        lake: Option<(Table, i64)>,
+        tasks: Vec<PrimaryKeyBucketTask>,
+        scan_columns: Vec<usize>,
+        scan_schema: SchemaRef,
+        key_positions: Vec<usize>,
+        output_positions: Vec<usize>,
+        limit: Option<usize>,
+        filters: Vec<String>,
+    ) -> DfResult<Self> {
+        let schema = Arc::new(scan_schema.project(&output_positions)?);
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(tasks.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        Ok(Self {
+            source,
+            table,
+            lake,
+            tasks,
+            scan_columns,
+            scan_schema,
+            key_positions,
+            output_positions,
+            schema,
+            limit,
+            filters,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+}
+
+impl DisplayAs for FlussPrimaryKeyScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let cuts: Vec<BucketCut> = self.tasks.iter().filter_map(|t| t.tail.clone()).collect();
+        let splits: usize = self.tasks.iter().map(|t| t.lake_splits.len()).sum();
+        write!(
+            f,
+            "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={}, log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
+            self.table.path,
+            self.lake
+                .as_ref()
+                .map_or("none".to_string(), |(_, s)| s.to_string()),
+            splits,
+            super::describe::describe_buckets(&cuts),
+            super::describe::describe_projection(&self.schema),
+        )?;
+        if !self.filters.is_empty() {
+            write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
+        }
+        if let Some(limit) = self.limit {
+            write!(f, ", limit={limit}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for FlussPrimaryKeyScanExec {
+    fn name(&self) -> &str {
+        "FlussPrimaryKeyScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let schema = self.schema.clone();
+        let Some(task) = self.tasks.get(partition).cloned() else {
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(
+                schema,
+                futures::stream::empty(),
+            )));
+        };
+        let counters = LogReadCounters {
+            batches_read: MetricBuilder::new(&self.metrics).counter("log_batches_read", partition),
+            batches_skipped: MetricBuilder::new(&self.metrics)
+                .counter("log_batches_skipped", partition),
+            rows: MetricBuilder::new(&self.metrics).counter("log_rows", partition),
+            bytes: MetricBuilder::new(&self.metrics).counter("log_bytes", partition),
+        };
+        let lake_rows = MetricBuilder::new(&self.metrics).counter("lake_rows", partition);
+        let dropped = MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition);
+        let tail_live = MetricBuilder::new(&self.metrics).counter("tail_live_rows", partition);
+        let source = self.source.clone();
+        let table = self.table.clone();
+        let lake = self.lake.clone();
+        let scan_columns = self.scan_columns.clone();
+        let scan_schema = self.scan_schema.clone();
+        let keys = self.key_positions.clone();
+        let output = self.output_positions.clone();
+        let table_name = self.table.path.to_string();
+
+        let build = async move {
+            // 1. fold the tail
+            let mut fold = ChangelogFold::new(scan_schema.clone(), keys.clone())?;
+            if let Some(cut) = &task.tail {
+                let options = LogReadOptions {
+                    projection: Some(scan_columns.clone()),
+                    predicate: None,
+                    verify_crc: true,
+                    counters: Some(counters),
+                };
+                let mut tail = source
+                    .read_log(&table, &cut.location, cut.range, options)
+                    .await?;
+                while let Some(batch) = tail.try_next().await? {
+                    fold.apply(&batch.batch, &batch.change_types)?;
+                }
+            }
+            let fold = Arc::new(fold);
+            // 2. lake rows not overridden by the tail
+            let lake_stream = match (&lake, task.lake_splits.is_empty()) {
+                (Some((lake_table, _)), false) => {
+                    let fold = fold.clone();
+                    let keys = keys.clone();
+                    let output = output.clone();
+                    merged_stream(
+                        lake_table,
+                        task.lake_splits.clone(),
+                        scan_schema.clone(),
+                        table_name,
+                    )?
+                    .map(move |batch| {
+                        let batch = batch?;
+                        lake_rows.add(batch.num_rows());
+                        let keep = fold.surviving(&batch, &keys)?;
+                        let kept = filter_record_batch(&batch, &keep)?;
+                        dropped.add(batch.num_rows() - kept.num_rows());
+                        Ok(kept.project(&output)?)
+                    })
+                    .boxed()
+                }
+                _ => futures::stream::empty().boxed(),
+            };
+            // 3. the tail's live rows
+            let live = fold.live_rows()?;
+            tail_live.add(live.num_rows());
+            let live = live.project(&output)?;
+            let tail_stream =
+                futures::stream::iter(
+                    (live.num_rows() > 0).then_some(Ok::<_, crate::error::Error>(live)),
+                );
+            Ok::<_, crate::error::Error>(lake_stream.chain(tail_stream))
+        };
+        let stream = futures::stream::once(build)
+            .try_flatten()
+            .map(|r| r.map_err(DataFusionError::from))
+            .boxed();
+        let stream = super::describe::limit_stream(stream, self.limit);
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+    }
+}

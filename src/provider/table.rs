@@ -1,0 +1,528 @@
+//! [`FlussTableProvider`]: a Fluss table as a DataFusion table, read with union read.
+//!
+//! `scan` pins the cut (readable lake snapshot + per-bucket log ranges), plans the lake
+//! splits of that snapshot, and builds:
+//!
+//! ```text
+//! log table:  UnionExec ─┬─ DataSourceExec (lake parquet, file groups)   [+ FlussLakeMergeExec for DV splits]
+//!                        └─ FlussLogScanExec (one partition per bucket: [tiered offset, hw))
+//! PK table:   FlussPrimaryKeyScanExec (one partition per bucket: merged lake rows anti-joined
+//!                                      with the folded changelog tail, plus live tail rows)
+//! ```
+//!
+//! Filters: those on partition columns are `Exact` (partitions are pruned on both
+//! sides exactly); all others are `Inexact` and DataFusion re-applies them. They are
+//! still used to skip data: lake partition/bucket/file/row-group pruning and log batch
+//! skipping by V1 statistics. On PK tables only key and partition filters reach the
+//! lake planner and none skips log batches, so a stale row version can never surface.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::{DFSchema, Statistics};
+use datafusion::datasource::TableType;
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_optimizer::pruning::PruningPredicate;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::union::UnionExec;
+
+use super::lake_exec::{FlussLakeMergeExec, parquet_scan};
+use super::log_exec::FlussLogScanExec;
+use super::pk_exec::{FlussPrimaryKeyScanExec, PrimaryKeyBucketTask};
+use crate::error::{Error, Result};
+use crate::lake::paimon::PaimonLake;
+use crate::lake::paimon_scan::{
+    LakeRead, LakeSplit, PaimonSnapshotPlan, pin_snapshot, plan_snapshot, to_paimon_predicate,
+};
+use crate::source::{FlussSource, FlussTable, LocalStore};
+use crate::union::{UnionCut, plan_cut};
+
+/// Which side(s) of a table a provider reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Lake snapshot + log tail (the table itself).
+    Union,
+    /// The lake snapshot only (`t$lake`).
+    LakeOnly,
+}
+
+/// A Fluss table read through DataFusion.
+#[derive(Debug, Clone)]
+pub struct FlussTableProvider {
+    source: Arc<dyn FlussSource>,
+    store: Option<Arc<LocalStore>>,
+    table: FlussTable,
+    schema: SchemaRef,
+    mode: ReadMode,
+}
+
+impl FlussTableProvider {
+    /// A provider of `table` from `source`.
+    pub fn new(source: Arc<dyn FlussSource>, table: FlussTable, mode: ReadMode) -> Result<Self> {
+        let schema = table.schemas.latest()?.arrow.clone();
+        Ok(Self {
+            source,
+            store: None,
+            table,
+            schema,
+            mode,
+        })
+    }
+
+    /// Enables writes (INSERT / DELETE) through a LocalStore.
+    pub fn with_store(mut self, store: Arc<LocalStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The Fluss table.
+    pub fn table(&self) -> &FlussTable {
+        &self.table
+    }
+
+    fn partition_keys(&self) -> Vec<String> {
+        self.table.info.get_partition_keys().to_vec()
+    }
+
+    fn primary_keys(&self) -> Vec<String> {
+        self.table.info.get_primary_keys().clone()
+    }
+
+    fn only_columns(expr: &Expr, allowed: &[String]) -> bool {
+        let refs = expr.column_refs();
+        !refs.is_empty() && refs.iter().all(|c| allowed.iter().any(|a| a == &c.name))
+    }
+
+    /// Compiles the partition filters into a predicate on partition names.
+    fn partition_pruner(
+        &self,
+        state: &dyn Session,
+        filters: &[Expr],
+    ) -> Result<Box<dyn Fn(&str) -> bool + Send + Sync>> {
+        let keys = self.partition_keys();
+        let partition_filters: Vec<Expr> = filters
+            .iter()
+            .filter(|f| Self::only_columns(f, &keys))
+            .cloned()
+            .collect();
+        let Some(predicate) = conjunction(partition_filters) else {
+            return Ok(Box::new(|_| true));
+        };
+        let fields: Vec<_> = keys
+            .iter()
+            .map(|k| self.schema.field_with_name(k).cloned())
+            .collect::<std::result::Result<_, _>>()?;
+        let partition_schema = Arc::new(Schema::new(fields));
+        let df_schema = DFSchema::try_from(partition_schema.as_ref().clone())
+            .map_err(|e| Error::internal("partition schema").with_source(e))?;
+        let physical = state
+            .create_physical_expr(predicate, &df_schema)
+            .map_err(|e| {
+                Error::invalid_input("partition filter cannot be planned").with_source(e)
+            })?;
+        Ok(Box::new(move |name: &str| {
+            evaluate_partition(&physical, &partition_schema, name).unwrap_or(true)
+        }))
+    }
+
+    fn physical_predicate(
+        &self,
+        state: &dyn Session,
+        filters: &[Expr],
+    ) -> Option<Arc<dyn PhysicalExpr>> {
+        let predicate = conjunction(filters.to_vec())?;
+        let df_schema = DFSchema::try_from(self.schema.as_ref().clone()).ok()?;
+        state.create_physical_expr(predicate, &df_schema).ok()
+    }
+
+    async fn plan_lake(
+        &self,
+        cut: &UnionCut,
+        filters: &[Expr],
+        keep_partition: &(dyn Fn(&str) -> bool + Send + Sync),
+    ) -> Result<Option<PaimonSnapshotPlan>> {
+        let Some(snapshot) = &cut.snapshot else {
+            return Ok(None);
+        };
+        let lake = PaimonLake::for_table(self.source_storage()?, &self.table)?;
+        let name = self.table.path.to_string();
+        let Some(lake_table) = lake
+            .table(self.table.path.database(), self.table.path.table())
+            .await?
+        else {
+            return Err(Error::not_found(
+                "the table's lake snapshot is registered but the lake table is missing",
+            )
+            .with_context("table", &name)
+            .with_context("snapshot", snapshot.snapshot_id));
+        };
+        check_lake_schema(&lake_table, &self.schema).map_err(|e| e.with_context("table", &name))?;
+        let pinned = pin_snapshot(&lake_table, snapshot.snapshot_id)
+            .await
+            .map_err(|e| e.with_context("table", &name))?;
+        let is_pk = self.table.info.has_primary_key();
+        // On PK tables only key and partition filters may prune the lake (DESIGN.md).
+        let mut safe_columns = self.partition_keys();
+        if is_pk {
+            safe_columns.extend(self.primary_keys());
+        } else {
+            safe_columns = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+        }
+        let lake_filters: Vec<Expr> = filters
+            .iter()
+            .filter(|f| Self::only_columns(f, &safe_columns))
+            .cloned()
+            .collect();
+        let predicate = to_paimon_predicate(&pinned, &lake_filters, &safe_columns);
+        let mut plan = plan_snapshot(pinned, snapshot.snapshot_id, predicate, is_pk)
+            .await
+            .map_err(|e| e.with_context("table", &name))?;
+        plan.splits
+            .retain(|s| s.partition_name.as_deref().is_none_or(keep_partition));
+        for split in &plan.splits {
+            for file in &split.files {
+                check_file_exists(&file.path).map_err(|e| {
+                    e.with_context("table", &name)
+                        .with_context("snapshot", snapshot.snapshot_id)
+                })?;
+            }
+        }
+        Ok(Some(plan))
+    }
+
+    fn source_storage(&self) -> Result<&crate::storage::Storage> {
+        self.store
+            .as_ref()
+            .map(|s| s.storage())
+            .ok_or_else(|| Error::unsupported("lake reads need the table's store root"))
+    }
+
+    async fn scan_log_table(
+        &self,
+        state: &dyn Session,
+        projection: Option<Vec<usize>>,
+        output_schema: SchemaRef,
+        filters: &[Expr],
+        limit: Option<usize>,
+        cut: UnionCut,
+        lake: Option<PaimonSnapshotPlan>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let predicate = self.physical_predicate(state, filters);
+        let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
+        let snapshot_id = cut.snapshot_id();
+        if let Some(lake) = &lake {
+            let parquet_files: Vec<_> = lake
+                .splits
+                .iter()
+                .filter(|s| matches!(s.read, LakeRead::Parquet))
+                .flat_map(|s| s.files.clone())
+                .collect();
+            if let Some(scan) = parquet_scan(
+                state,
+                &parquet_files,
+                self.schema.clone(),
+                projection.clone(),
+                predicate.clone(),
+                limit,
+            )? {
+                inputs.push(scan);
+            }
+            let merge_groups = group_merge_splits(&lake.splits, state.config().target_partitions());
+            if !merge_groups.is_empty() {
+                inputs.push(Arc::new(FlussLakeMergeExec::new(
+                    lake.table.clone(),
+                    self.table.path.to_string(),
+                    merge_groups,
+                    output_schema.clone(),
+                    lake.snapshot_id,
+                    limit,
+                )));
+            }
+        }
+        if self.mode == ReadMode::Union {
+            let pruning = predicate
+                .clone()
+                .and_then(|p| {
+                    #[allow(deprecated)]
+                    PruningPredicate::try_new(p, self.schema.clone()).ok()
+                })
+                .map(Arc::new);
+            let buckets: Vec<_> = cut
+                .buckets
+                .into_iter()
+                .filter(|b| !b.range.is_empty())
+                .collect();
+            if !buckets.is_empty() || inputs.is_empty() {
+                inputs.push(Arc::new(FlussLogScanExec::new(
+                    self.source.clone(),
+                    self.table.clone(),
+                    buckets,
+                    projection,
+                    output_schema.clone(),
+                    pruning,
+                    filters
+                        .iter()
+                        .map(describe_filter(&self.partition_keys()))
+                        .collect(),
+                    snapshot_id,
+                    limit,
+                )));
+            }
+        }
+        if inputs.is_empty() {
+            return Ok(Arc::new(EmptyExec::new(output_schema)));
+        }
+        Ok(UnionExec::try_new(inputs)?)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn scan_pk_table(
+        &self,
+        projection: Option<Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+        cut: UnionCut,
+        lake: Option<PaimonSnapshotPlan>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let key_indexes = self.table.info.get_schema().primary_key_indexes();
+        let projected: Vec<usize> =
+            projection.unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let mut scan_columns = projected.clone();
+        for k in &key_indexes {
+            if !scan_columns.contains(k) {
+                scan_columns.push(*k);
+            }
+        }
+        let scan_schema = Arc::new(self.schema.project(&scan_columns)?);
+        let key_positions: Vec<usize> = key_indexes
+            .iter()
+            .map(|k| scan_columns.iter().position(|c| c == k).unwrap_or_default())
+            .collect();
+        let output_positions: Vec<usize> = (0..projected.len()).collect();
+        // one task per (partition, bucket) of the lake or of Fluss
+        let mut tasks: Vec<PrimaryKeyBucketTask> = Vec::new();
+        let task_index =
+            |tasks: &mut Vec<PrimaryKeyBucketTask>, partition: Option<String>, bucket: i32| {
+                if let Some(i) = tasks
+                    .iter()
+                    .position(|t| t.partition_name == partition && t.bucket == bucket)
+                {
+                    return i;
+                }
+                tasks.push(PrimaryKeyBucketTask {
+                    partition_name: partition,
+                    bucket,
+                    lake_splits: Vec::new(),
+                    tail: None,
+                });
+                tasks.len() - 1
+            };
+        let lake_mode = self.mode == ReadMode::LakeOnly;
+        if !lake_mode {
+            for b in &cut.buckets {
+                let name = b.location.partition.as_ref().map(|(_, n)| n.clone());
+                let i = task_index(&mut tasks, name, b.location.bucket);
+                tasks[i].tail = (!b.range.is_empty()).then(|| b.clone());
+            }
+        }
+        if let Some(lake) = &lake {
+            for split in &lake.splits {
+                let i = task_index(&mut tasks, split.partition_name.clone(), split.bucket);
+                if let LakeRead::MergeOnRead(s) = &split.read {
+                    tasks[i].lake_splits.push(s.as_ref().clone());
+                }
+            }
+        }
+        tasks.retain(|t| t.tail.is_some() || !t.lake_splits.is_empty());
+        let exec = FlussPrimaryKeyScanExec::new(
+            self.source.clone(),
+            self.table.clone(),
+            lake.as_ref().map(|l| (l.table.clone(), l.snapshot_id)),
+            tasks,
+            scan_columns,
+            scan_schema,
+            key_positions,
+            output_positions,
+            limit,
+            filters
+                .iter()
+                .map(describe_filter(&self.partition_keys()))
+                .collect(),
+        )?;
+        Ok(Arc::new(exec))
+    }
+}
+
+fn describe_filter(partition_keys: &[String]) -> impl Fn(&Expr) -> String + '_ {
+    move |f: &Expr| {
+        let kind = if FlussTableProvider::only_columns(f, partition_keys) {
+            "exact"
+        } else {
+            "inexact"
+        };
+        format!("{f} ({kind})")
+    }
+}
+
+/// Groups merge-on-read splits into at most `target` output partitions.
+fn group_merge_splits(splits: &[LakeSplit], target: usize) -> Vec<Vec<paimon::table::DataSplit>> {
+    let merge: Vec<_> = splits
+        .iter()
+        .filter_map(|s| match &s.read {
+            LakeRead::MergeOnRead(d) => Some(d.as_ref().clone()),
+            LakeRead::Parquet => None,
+        })
+        .collect();
+    if merge.is_empty() {
+        return Vec::new();
+    }
+    let n = target.max(1).min(merge.len());
+    let mut groups = vec![Vec::new(); n];
+    for (i, s) in merge.into_iter().enumerate() {
+        groups[i % n].push(s);
+    }
+    groups
+}
+
+/// Fails with the file named if a local lake file is missing (better than a parquet
+/// error mid-query, and no partial result is produced).
+fn check_file_exists(path: &str) -> Result<()> {
+    let local = path
+        .strip_prefix("file://")
+        .or_else(|| path.strip_prefix("file:"))
+        .unwrap_or(path);
+    if local.starts_with('/') && !std::path::Path::new(local).exists() {
+        return Err(Error::not_found("lake data file is missing").with_context("file", path));
+    }
+    Ok(())
+}
+
+/// Every Fluss column must exist in the lake table.
+fn check_lake_schema(lake: &paimon::table::Table, fluss: &SchemaRef) -> Result<()> {
+    let lake_fields = lake.schema().fields();
+    for field in fluss.fields() {
+        if !lake_fields.iter().any(|f| f.name() == field.name()) {
+            return Err(Error::data_invalid(format!(
+                "lake schema does not match the Fluss schema: column '{}' is missing in the lake table",
+                field.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn evaluate_partition(
+    predicate: &Arc<dyn PhysicalExpr>,
+    schema: &SchemaRef,
+    name: &str,
+) -> Option<bool> {
+    let values: Vec<&str> = name.split('$').collect();
+    if values.len() != schema.fields().len() {
+        return None;
+    }
+    let columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .zip(values)
+        .map(|(f, v)| {
+            cast(
+                &(Arc::new(StringArray::from(vec![v])) as ArrayRef),
+                f.data_type(),
+            )
+            .ok()
+        })
+        .collect::<Option<_>>()?;
+    let batch = RecordBatch::try_new(schema.clone(), columns).ok()?;
+    let result = predicate.evaluate(&batch).ok()?.into_array(1).ok()?;
+    let bools = result.as_any().downcast_ref::<BooleanArray>()?;
+    Some(bools.is_valid(0) && bools.value(0))
+}
+
+#[async_trait]
+impl datafusion::catalog::TableProvider for FlussTableProvider {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        let keys = self.partition_keys();
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if Self::only_columns(f, &keys) {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Inexact
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let keys = self.partition_keys();
+        // LIMIT is pushed only when every filter is exact (DESIGN.md pushdown contract).
+        let limit = if filters.iter().all(|f| Self::only_columns(f, &keys)) {
+            limit
+        } else {
+            None
+        };
+        let keep_partition = self.partition_pruner(state, filters)?;
+        let cut = plan_cut(self.source.as_ref(), &self.table, &*keep_partition, true).await?;
+        let lake = self.plan_lake(&cut, filters, &*keep_partition).await?;
+        let projection = projection.cloned();
+        let output_schema = match &projection {
+            Some(p) => Arc::new(self.schema.project(p)?),
+            None => self.schema.clone(),
+        };
+        let plan = if self.table.info.has_primary_key() {
+            self.scan_pk_table(projection, filters, limit, cut, lake)
+                .await?
+        } else {
+            self.scan_log_table(state, projection, output_schema, filters, limit, cut, lake)
+                .await?
+        };
+        Ok(plan)
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        let mut stats = Statistics::new_unknown(&self.schema);
+        stats.num_rows = Precision::Absent;
+        Some(stats)
+    }
+}
+
+/// Names of the columns an expression references (helper for callers and tests).
+pub fn referenced_columns(expr: &Expr) -> HashSet<String> {
+    expr.column_refs()
+        .into_iter()
+        .map(|c| c.name.clone())
+        .collect()
+}
