@@ -82,6 +82,14 @@ impl LogBatch {
     /// Wraps exactly one batch (`LOG_OVERHEAD + Length` bytes). Checks framing, magic and
     /// section lengths; the CRC is checked separately by [`LogBatch::verify_crc`].
     pub fn parse(bytes: Bytes) -> Result<Self> {
+        let base_offset = read_i64(&bytes, 0).ok();
+        Self::parse_inner(bytes).map_err(|e| match base_offset {
+            Some(o) => e.with_context("base_offset", o),
+            None => e,
+        })
+    }
+
+    fn parse_inner(bytes: Bytes) -> Result<Self> {
         if bytes.len() < MIN_HEADER_SIZE {
             return Err(Error::data_invalid(format!(
                 "truncated batch header: {} bytes, need at least {MIN_HEADER_SIZE}",
@@ -116,6 +124,16 @@ impl LogBatch {
             return Err(Error::data_invalid(format!(
                 "negative last offset delta {}",
                 batch.last_offset_delta()
+            )));
+        }
+        let base = batch.base_offset();
+        if base < 0
+            || base
+                .checked_add(batch.last_offset_delta() as i64 + 1)
+                .is_none()
+        {
+            return Err(Error::data_invalid(format!(
+                "base offset {base} out of range"
             )));
         }
         let stats = batch.statistics_length();
@@ -198,13 +216,15 @@ impl LogBatch {
     }
 
     /// Offset of the last record (a batch with zero records still owns this offset).
+    /// `parse` rejects batches where this would overflow.
     pub fn last_offset(&self) -> i64 {
-        self.base_offset() + self.last_offset_delta() as i64
+        self.base_offset()
+            .saturating_add(self.last_offset_delta() as i64)
     }
 
     /// Offset right after this batch: where a reader continues.
     pub fn next_offset(&self) -> i64 {
-        self.last_offset() + 1
+        self.last_offset().saturating_add(1)
     }
 
     /// Idempotent writer id, or `-1`.
@@ -367,7 +387,9 @@ pub fn decode_arrow_message(
                 message.len()
             ))
         })?;
-    let body = Buffer::from(message.slice(meta_end..body_end));
+    let body = message.slice(meta_end..body_end);
+    validate_layout(&header, &body, expected_rows)?;
+    let body = Buffer::from(body);
     let version = ipc.version();
     let dictionaries = HashMap::new();
     // arrow-ipc asserts on some malformed inputs; turn any panic into an error so a
@@ -392,6 +414,60 @@ pub fn decode_arrow_message(
         )?);
     }
     Ok(batch)
+}
+
+/// Largest uncompressed size one Arrow buffer of a log batch may declare. Fluss
+/// batches are a few MiB; the bound only stops a corrupt length prefix from making the
+/// decoder reserve absurd amounts of memory (an allocation failure aborts the process).
+pub const MAX_BUFFER_BYTES: i64 = 1 << 31;
+
+/// Checks buffer and node bounds in the record-batch header before arrow-ipc trusts
+/// them: every buffer lies inside the body, compressed buffers declare a sane
+/// uncompressed length, and no node claims more than [`MAX_BUFFER_BYTES`] values.
+fn validate_layout(
+    header: &datafusion::arrow::ipc::RecordBatch<'_>,
+    body: &[u8],
+    expected_rows: i32,
+) -> Result<()> {
+    let compressed = header.compression().is_some();
+    if let Some(buffers) = header.buffers() {
+        for (i, buffer) in buffers.iter().enumerate() {
+            let (offset, length) = (buffer.offset(), buffer.length());
+            let end = offset.checked_add(length);
+            if offset < 0 || length < 0 || end.is_none_or(|e| e as u64 > body.len() as u64) {
+                return Err(Error::data_invalid(format!(
+                    "Arrow buffer {i} at {offset}+{length} lies outside the {}-byte body",
+                    body.len()
+                )));
+            }
+            if compressed && length >= 8 {
+                let start = offset as usize;
+                let mut prefix = [0u8; 8];
+                prefix.copy_from_slice(&body[start..start + 8]);
+                let declared = i64::from_le_bytes(prefix);
+                if declared != -1 && !(0..=MAX_BUFFER_BYTES).contains(&declared) {
+                    return Err(Error::data_invalid(format!(
+                        "Arrow buffer {i} declares {declared} uncompressed bytes"
+                    )));
+                }
+            }
+        }
+    }
+    if let Some(nodes) = header.nodes() {
+        for node in nodes.iter() {
+            if node.length() < 0 || node.length() > MAX_BUFFER_BYTES || node.null_count() < 0 {
+                return Err(Error::data_invalid(format!(
+                    "Arrow field node claims {} values ({} nulls)",
+                    node.length(),
+                    node.null_count()
+                )));
+            }
+        }
+    }
+    if expected_rows < 0 {
+        return Err(Error::data_invalid("negative record count"));
+    }
+    Ok(())
 }
 
 /// Iterates the batches laid back to back in a buffer (a segment file or a slice of it).

@@ -114,7 +114,7 @@ pub struct BucketLogReader {
     output_schema: SchemaRef,
     segments: Option<Vec<SegmentFile>>,
     next_segment: usize,
-    pending: std::collections::VecDeque<LogBatch>,
+    pending: std::collections::VecDeque<(LogBatch, Arc<str>)>,
     position: i64,
     metrics: LogReadMetrics,
 }
@@ -180,10 +180,15 @@ impl BucketLogReader {
             self.next_segment += 1;
             let contents = read_segment(&self.storage, segment, is_last).await?;
             let before = self.pending.len();
+            let file: Arc<str> = Arc::from(segment.path.as_str());
             self.pending.extend(
-                contents.batches.into_iter().filter(|b| {
-                    b.next_offset() > self.position && b.base_offset() < self.range.stop
-                }),
+                contents
+                    .batches
+                    .into_iter()
+                    .filter(|b| {
+                        b.next_offset() > self.position && b.base_offset() < self.range.stop
+                    })
+                    .map(|b| (b, file.clone())),
             );
             if self.pending.len() > before {
                 return Ok(true);
@@ -208,12 +213,13 @@ impl BucketLogReader {
                 }
                 return Ok(None);
             }
-            let Some(batch) = self.pending.pop_front() else {
+            let Some((batch, file)) = self.pending.pop_front() else {
                 continue;
             };
+            // LogBatch errors already name the base offset; add where it lives.
             let context = |e: Error| {
                 e.with_context("dir", &self.bucket_dir)
-                    .with_context("base_offset", batch.base_offset())
+                    .with_context("file", &file)
             };
             self.position = batch.next_offset();
             if self.options.verify_crc {
@@ -225,7 +231,7 @@ impl BucketLogReader {
             let version = self
                 .schemas
                 .get(batch.schema_id() as i32)
-                .map_err(context)?;
+                .map_err(|e| context(e.with_context("base_offset", batch.base_offset())))?;
             if self.skip_by_statistics(&batch, &version).map_err(context)? {
                 self.metrics.batches_skipped += 1;
                 if let Some(c) = &self.options.counters {

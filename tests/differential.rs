@@ -1,0 +1,572 @@
+//! Differential test: random appends / upserts / deletes / tierings on a LocalStore,
+//! every union read (and lake-only read) compared with an in-memory model.
+//!
+//! Tables (database `db`):
+//! - `kv`: primary-key table `(id BIGINT PK, v STRING NULL, n INT NULL)`, 3 buckets;
+//!   model: `BTreeMap<id, (v, n)>`.
+//! - `lg`: log table with the same columns, 2 buckets (bucket key `id`); model: `Vec`.
+//!
+//! After every step the test checks, through SQL, for both tables: all rows, rows with
+//! `n > k` (random k), rows with `id = x` (random x), rows with `v < s` (random s), the
+//! aggregate `count(*), sum(n), min(v), max(v)`, and the lake-only table `t$lake`
+//! against the model as of the last tiering.
+//!
+//! Environment: `FLUSS_DIFF_SEED` (default fixed) and `FLUSS_DIFF_STEPS` (steps of the
+//! main run; the compressed and statistics runs take a third each).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss_datafusion::lake::tiering::tier;
+use fluss_datafusion::provider::FlussCatalog;
+use fluss_datafusion::source::LocalStore;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const DEFAULT_SEED: u64 = 0xF1_0055_D1FF;
+const DEFAULT_STEPS: usize = 90;
+const KEY_SPACE: i64 = 24;
+
+type Row = (i64, Option<String>, Option<i32>);
+/// A rendered result row: every cell as text, `None` for NULL.
+type Rendered = Vec<Option<String>>;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Upsert(Vec<Row>),
+    Delete(Vec<i64>),
+    TierPk,
+    Append(Vec<Row>),
+    TierLog,
+}
+
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rows = |rows: &[Row]| {
+            rows.iter()
+                .map(|(id, v, n)| format!("({id},{v:?},{n:?})"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match self {
+            Op::Upsert(r) => write!(f, "kv upsert {}", rows(r)),
+            Op::Delete(ids) => write!(f, "kv delete {ids:?}"),
+            Op::TierPk => write!(f, "kv tier"),
+            Op::Append(r) => write!(f, "lg append {}", rows(r)),
+            Op::TierLog => write!(f, "lg tier"),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Model {
+    kv: BTreeMap<i64, (Option<String>, Option<i32>)>,
+    lg: Vec<Row>,
+    /// State as of the last tiering (what `t$lake` shows).
+    kv_lake: BTreeMap<i64, (Option<String>, Option<i32>)>,
+    lg_lake: Vec<Row>,
+    kv_tiered: bool,
+    lg_tiered: bool,
+}
+
+impl Model {
+    fn kv_rows(map: &BTreeMap<i64, (Option<String>, Option<i32>)>) -> Vec<Row> {
+        map.iter()
+            .map(|(id, (v, n))| (*id, v.clone(), *n))
+            .collect()
+    }
+}
+
+fn random_v(rng: &mut StdRng) -> Option<String> {
+    match rng.random_range(0..10) {
+        0 => None,
+        1 => Some(String::new()),
+        _ => {
+            let len = rng.random_range(1..4);
+            Some(
+                (0..len)
+                    .map(|_| (b'a' + rng.random_range(0..26u8)) as char)
+                    .collect(),
+            )
+        }
+    }
+}
+
+fn random_n(rng: &mut StdRng) -> Option<i32> {
+    if rng.random_range(0..8) == 0 {
+        None
+    } else {
+        Some(rng.random_range(-50..50))
+    }
+}
+
+fn random_rows(rng: &mut StdRng, max: usize) -> Vec<Row> {
+    let count = rng.random_range(1..=max);
+    (0..count)
+        .map(|_| (rng.random_range(0..KEY_SPACE), random_v(rng), random_n(rng)))
+        .collect()
+}
+
+fn random_op(rng: &mut StdRng, model: &Model) -> Op {
+    match rng.random_range(0..100) {
+        0..30 => Op::Upsert(random_rows(rng, 6)),
+        30..45 => {
+            let existing: Vec<i64> = model.kv.keys().copied().collect();
+            let count = rng.random_range(1..=3);
+            let ids = (0..count)
+                .map(|_| {
+                    if !existing.is_empty() && rng.random_bool(0.7) {
+                        existing[rng.random_range(0..existing.len())]
+                    } else {
+                        rng.random_range(0..KEY_SPACE + 5)
+                    }
+                })
+                .collect();
+            Op::Delete(ids)
+        }
+        45..55 => Op::TierPk,
+        55..88 => Op::Append(random_rows(rng, 5)),
+        _ => Op::TierLog,
+    }
+}
+
+fn rows_batch(rows: &[Row]) -> RecordBatch {
+    RecordBatch::try_from_iter(vec![
+        (
+            "id",
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )) as ArrayRef,
+        ),
+        (
+            "v",
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>(),
+            )) as ArrayRef,
+        ),
+        (
+            "n",
+            Arc::new(Int32Array::from(
+                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            )) as ArrayRef,
+        ),
+    ])
+    .unwrap()
+}
+
+fn keys_batch(ids: &[i64]) -> RecordBatch {
+    RecordBatch::try_from_iter(vec![(
+        "id",
+        Arc::new(Int64Array::from(ids.to_vec())) as ArrayRef,
+    )])
+    .unwrap()
+}
+
+fn schema(pk: bool) -> Schema {
+    let mut s = Schema::builder()
+        .column("id", DataTypes::bigint())
+        .column("v", DataTypes::string())
+        .column("n", DataTypes::int());
+    if pk {
+        s = s.primary_key(vec!["id"]).unwrap();
+    }
+    s.build().unwrap()
+}
+
+fn descriptor(pk: bool, buckets: i32, properties: &[(&str, &str)]) -> TableDescriptor {
+    let mut d = TableDescriptor::builder()
+        .schema(schema(pk))
+        .distributed_by(
+            Some(buckets),
+            if pk { vec![] } else { vec!["id".to_string()] },
+        );
+    d = d.property("table.datalake.enabled", "true");
+    for (k, v) in properties {
+        d = d.property(*k, *v);
+    }
+    d.build().unwrap()
+}
+
+/// Options of one run.
+struct Run {
+    name: &'static str,
+    /// The base seed (`FLUSS_DIFF_SEED`); the run's generator uses `seed + seed_offset`.
+    seed: u64,
+    seed_offset: u64,
+    steps: usize,
+    /// Properties of both tables.
+    common: Vec<(&'static str, &'static str)>,
+    /// Properties of the log table only.
+    log_only: Vec<(&'static str, &'static str)>,
+}
+
+fn env_seed() -> u64 {
+    std::env::var("FLUSS_DIFF_SEED")
+        .ok()
+        .map(|s| {
+            let s = s.trim();
+            s.strip_prefix("0x")
+                .map(|h| u64::from_str_radix(h, 16))
+                .unwrap_or_else(|| s.parse())
+                .expect("FLUSS_DIFF_SEED must be an integer")
+        })
+        .unwrap_or(DEFAULT_SEED)
+}
+
+fn env_steps() -> usize {
+    std::env::var("FLUSS_DIFF_STEPS")
+        .ok()
+        .map(|s| {
+            s.trim()
+                .parse()
+                .expect("FLUSS_DIFF_STEPS must be an integer")
+        })
+        .unwrap_or(DEFAULT_STEPS)
+}
+
+fn render(batches: &[RecordBatch]) -> Vec<Rendered> {
+    let options = FormatOptions::default();
+    let mut out = Vec::new();
+    for batch in batches {
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            out.push(
+                batch
+                    .columns()
+                    .iter()
+                    .zip(&formatters)
+                    .map(|(c, f)| (!c.is_null(row)).then(|| f.value(row).to_string()))
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+fn render_rows(rows: &[Row]) -> Vec<Rendered> {
+    rows.iter()
+        .map(|(id, v, n)| vec![Some(id.to_string()), v.clone(), n.map(|n| n.to_string())])
+        .collect()
+}
+
+/// `count(*), sum(n), min(v), max(v)` of the model rows.
+fn aggregate(rows: &[Row]) -> Vec<Rendered> {
+    let count = rows.len() as i64;
+    let ns: Vec<i64> = rows.iter().filter_map(|r| r.2.map(i64::from)).collect();
+    let sum = (!ns.is_empty()).then(|| ns.iter().sum::<i64>().to_string());
+    let vs: Vec<&String> = rows.iter().filter_map(|r| r.1.as_ref()).collect();
+    let min = vs.iter().min().map(|s| s.to_string());
+    let max = vs.iter().max().map(|s| s.to_string());
+    vec![vec![Some(count.to_string()), sum, min, max]]
+}
+
+/// Sorted as `ORDER BY id, v, n` sorts (ascending, NULLS LAST).
+fn sorted(mut rows: Vec<Row>) -> Vec<Row> {
+    rows.sort_by(|a, b| {
+        (a.0, a.1.is_none(), &a.1, a.2.is_none(), a.2).cmp(&(
+            b.0,
+            b.1.is_none(),
+            &b.1,
+            b.2.is_none(),
+            b.2,
+        ))
+    });
+    rows
+}
+
+struct Checker<'a> {
+    ctx: SessionContext,
+    run: &'a Run,
+    history: Vec<String>,
+    checks: usize,
+}
+
+impl Checker<'_> {
+    async fn query(&self, sql: &str) -> Result<Vec<Rendered>, String> {
+        let df = self.ctx.sql(sql).await.map_err(|e| format!("error: {e}"))?;
+        let batches = df.collect().await.map_err(|e| format!("error: {e}"))?;
+        Ok(render(&batches))
+    }
+
+    async fn check(&mut self, step: usize, sql: &str, expected: Vec<Rendered>) {
+        self.checks += 1;
+        let actual = self.query(sql).await;
+        if actual.as_ref() == Ok(&expected) {
+            return;
+        }
+        let mut msg = String::new();
+        writeln!(
+            msg,
+            "differential mismatch in run '{}' (FLUSS_DIFF_SEED={} FLUSS_DIFF_STEPS={}) at step {step}",
+            self.run.name, self.run.seed, env_steps()
+        )
+        .unwrap();
+        writeln!(msg, "query: {sql}").unwrap();
+        writeln!(msg, "expected (model): {expected:?}").unwrap();
+        match &actual {
+            Ok(rows) => writeln!(msg, "actual (sql):     {rows:?}").unwrap(),
+            Err(e) => writeln!(msg, "actual (sql):     {e}").unwrap(),
+        }
+        if let Ok(rows) = &actual {
+            let missing: Vec<_> = expected.iter().filter(|r| !rows.contains(r)).collect();
+            let extra: Vec<_> = rows.iter().filter(|r| !expected.contains(r)).collect();
+            writeln!(msg, "missing rows: {missing:?}\nextra rows:   {extra:?}").unwrap();
+        }
+        writeln!(msg, "operation history:").unwrap();
+        for (i, op) in self.history.iter().enumerate() {
+            writeln!(msg, "  {i:4}: {op}").unwrap();
+        }
+        panic!("{msg}");
+    }
+
+    async fn check_table(
+        &mut self,
+        step: usize,
+        rng: &mut StdRng,
+        table: &str,
+        rows: &[Row],
+        lake: Option<&[Row]>,
+    ) {
+        let t = format!("fluss.db.{table}");
+        let all = sorted(rows.to_vec());
+        self.check(
+            step,
+            &format!("SELECT id, v, n FROM {t} ORDER BY id, v, n"),
+            render_rows(&all),
+        )
+        .await;
+        self.check(
+            step,
+            &format!("SELECT * FROM {t} ORDER BY id, v, n"),
+            render_rows(&all),
+        )
+        .await;
+        let k = rng.random_range(-55..55);
+        let filtered: Vec<Row> = all
+            .iter()
+            .filter(|r| r.2.is_some_and(|n| n > k))
+            .cloned()
+            .collect();
+        self.check(
+            step,
+            &format!("SELECT id, v, n FROM {t} WHERE n > {k} ORDER BY id, v, n"),
+            render_rows(&filtered),
+        )
+        .await;
+        let x = rng.random_range(0..KEY_SPACE + 2);
+        let by_id: Vec<Row> = all.iter().filter(|r| r.0 == x).cloned().collect();
+        self.check(
+            step,
+            &format!("SELECT id, v, n FROM {t} WHERE id = {x} ORDER BY id, v, n"),
+            render_rows(&by_id),
+        )
+        .await;
+        let s = random_v(rng).unwrap_or_else(|| "m".to_string());
+        let by_v: Vec<Row> = all
+            .iter()
+            .filter(|r| r.1.as_deref().is_some_and(|v| v < s.as_str()))
+            .cloned()
+            .collect();
+        self.check(
+            step,
+            &format!("SELECT id, v, n FROM {t} WHERE v < '{s}' ORDER BY id, v, n"),
+            render_rows(&by_v),
+        )
+        .await;
+        // a projection without the key and a filter on a non-key column
+        let ns: Vec<Rendered> = {
+            let mut ns: Vec<Option<i32>> = all
+                .iter()
+                .filter(|r| r.2.is_some_and(|n| n <= k))
+                .map(|r| r.2)
+                .collect();
+            ns.sort();
+            ns.into_iter()
+                .map(|n| vec![n.map(|n| n.to_string())])
+                .collect()
+        };
+        self.check(
+            step,
+            &format!("SELECT n FROM {t} WHERE n <= {k} ORDER BY n"),
+            ns,
+        )
+        .await;
+        self.check(
+            step,
+            &format!("SELECT count(*), sum(n), min(v), max(v) FROM {t}"),
+            aggregate(&all),
+        )
+        .await;
+        if let Some(lake) = lake {
+            let lake = sorted(lake.to_vec());
+            self.check(
+                step,
+                &format!("SELECT id, v, n FROM fluss.db.\"{table}$lake\" ORDER BY id, v, n"),
+                render_rows(&lake),
+            )
+            .await;
+            self.check(
+                step,
+                &format!("SELECT count(*), sum(n), min(v), max(v) FROM fluss.db.\"{table}$lake\""),
+                aggregate(&lake),
+            )
+            .await;
+        }
+    }
+}
+
+async fn run_differential(run: Run) {
+    let started = std::time::Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        LocalStore::open(dir.path().to_str().unwrap())
+            .await
+            .unwrap(),
+    );
+    store.create_database("db", None, false).await.unwrap();
+    let kv = TablePath::new("db", "kv");
+    let lg = TablePath::new("db", "lg");
+    store
+        .create_table(&kv, &descriptor(true, 3, &run.common), false)
+        .await
+        .unwrap();
+    let mut log_props = run.common.clone();
+    log_props.extend(run.log_only.iter().cloned());
+    store
+        .create_table(&lg, &descriptor(false, 2, &log_props), false)
+        .await
+        .unwrap();
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
+    ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store.clone())));
+
+    let mut rng = StdRng::seed_from_u64(run.seed.wrapping_add(run.seed_offset));
+    let mut model = Model::default();
+    let mut checker = Checker {
+        ctx,
+        run: &run,
+        history: Vec::new(),
+        checks: 0,
+    };
+    for step in 0..run.steps {
+        let op = random_op(&mut rng, &model);
+        checker.history.push(op.to_string());
+        let fail = |e: fluss_datafusion::Error, history: &[String]| -> ! {
+            panic!(
+                "run '{}' (FLUSS_DIFF_SEED={}) step {step}: operation failed: {e}\nhistory:\n  {}",
+                run.name,
+                run.seed,
+                history.join("\n  ")
+            )
+        };
+        match &op {
+            Op::Upsert(rows) => {
+                if let Err(e) = store.upsert(&kv, &rows_batch(rows)).await {
+                    fail(e, &checker.history);
+                }
+                for (id, v, n) in rows {
+                    model.kv.insert(*id, (v.clone(), *n));
+                }
+            }
+            Op::Delete(ids) => {
+                if let Err(e) = store.delete(&kv, &keys_batch(ids)).await {
+                    fail(e, &checker.history);
+                }
+                for id in ids {
+                    model.kv.remove(id);
+                }
+            }
+            Op::TierPk => {
+                if let Err(e) = tier(&store, &kv).await {
+                    fail(e, &checker.history);
+                }
+                model.kv_lake = model.kv.clone();
+                model.kv_tiered = true;
+            }
+            Op::Append(rows) => {
+                if let Err(e) = store.append(&lg, &rows_batch(rows)).await {
+                    fail(e, &checker.history);
+                }
+                model.lg.extend(rows.iter().cloned());
+            }
+            Op::TierLog => {
+                if let Err(e) = tier(&store, &lg).await {
+                    fail(e, &checker.history);
+                }
+                model.lg_lake = model.lg.clone();
+                model.lg_tiered = true;
+            }
+        }
+        // Check the table the operation touched every step, the other one every few.
+        let touched_kv = matches!(op, Op::Upsert(_) | Op::Delete(_) | Op::TierPk);
+        if touched_kv || step % 5 == 0 {
+            let rows = Model::kv_rows(&model.kv);
+            let lake = Model::kv_rows(&model.kv_lake);
+            let lake = model.kv_tiered.then_some(lake.as_slice());
+            checker.check_table(step, &mut rng, "kv", &rows, lake).await;
+        }
+        if !touched_kv || step % 5 == 0 {
+            let rows = model.lg.clone();
+            let lake = model.lg_lake.clone();
+            let lake = model.lg_tiered.then_some(lake.as_slice());
+            checker.check_table(step, &mut rng, "lg", &rows, lake).await;
+        }
+    }
+    eprintln!(
+        "run '{}' seed={} steps={}: {} checks passed in {:.1}s ({} kv keys, {} log rows)",
+        run.name,
+        run.seed,
+        run.steps,
+        checker.checks,
+        started.elapsed().as_secs_f64(),
+        model.kv.len(),
+        model.lg.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn differential_plain() {
+    run_differential(Run {
+        name: "plain",
+        seed: env_seed(),
+        seed_offset: 0,
+        steps: env_steps(),
+        common: vec![],
+        log_only: vec![],
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn differential_lz4_frame() {
+    run_differential(Run {
+        name: "lz4_frame",
+        seed: env_seed(),
+        seed_offset: 1,
+        steps: env_steps().div_ceil(3),
+        common: vec![("table.log.arrow.compression.type", "LZ4_FRAME")],
+        log_only: vec![],
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn differential_log_statistics() {
+    run_differential(Run {
+        name: "log_statistics",
+        seed: env_seed(),
+        seed_offset: 2,
+        steps: env_steps().div_ceil(3),
+        common: vec![],
+        log_only: vec![("table.statistics.columns", "*")],
+    })
+    .await;
+}
