@@ -158,6 +158,25 @@ impl Storage {
             .map_err(|e| Error::from(e).with_context("file", path))
     }
 
+    /// Reads bytes `range` of an object.
+    pub async fn read_range(&self, path: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
+        let (store, object) = self.locate(path)?;
+        store
+            .get_range(&object, range)
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))
+    }
+
+    /// Size of an object in bytes.
+    pub async fn size(&self, path: &str) -> Result<u64> {
+        let (store, object) = self.locate(path)?;
+        Ok(store
+            .head(&object)
+            .await
+            .map_err(|e| Error::from(e).with_context("file", path))?
+            .size)
+    }
+
     /// Reads a whole object, `None` if it does not exist.
     pub async fn read_optional(&self, path: &str) -> Result<Option<Bytes>> {
         match self.read(path).await {

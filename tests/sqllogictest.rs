@@ -48,6 +48,13 @@ impl FlussDb {
         ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store)));
         Self { ctx, root }
     }
+
+    /// Replaces the store's temporary root (also without its leading `/`, as
+    /// DataFusion prints file paths) by `<root>`.
+    fn hide_root(&self, text: String) -> String {
+        text.replace(&self.root, "<root>")
+            .replace(self.root.trim_start_matches('/'), "<root>")
+    }
 }
 
 fn column_type(data_type: &DataType) -> DefaultColumnType {
@@ -160,7 +167,7 @@ impl sqllogictest::AsyncDB for FlussDb {
                     .columns()
                     .iter()
                     .zip(&formatters)
-                    .map(|(c, f)| cell_text(c, f, row).replace(&self.root, "<root>"))
+                    .map(|(c, f)| self.hide_root(cell_text(c, f, row)))
                     .collect();
                 expand_row(cells, &mut rows);
             }

@@ -380,10 +380,6 @@ pub async fn bucket_offsets(storage: &Storage, bucket_dir: &str) -> Result<(i64,
         return Ok((0, 0));
     };
     let earliest = segments.first().map_or(0, |s| s.base_offset);
-    let contents = read_segment(storage, last, true).await?;
-    let end = contents
-        .batches
-        .last()
-        .map_or(last.base_offset, LogBatch::next_offset);
+    let end = super::segment::segment_end_offset(storage, last).await?;
     Ok((earliest, end))
 }

@@ -111,6 +111,66 @@ pub fn frame_segment(
     })
 }
 
+/// What is known about the complete batches at the start of a segment file.
+#[derive(Debug, Clone, Copy)]
+struct FramedPrefix {
+    valid_length: u64,
+    next_offset: i64,
+}
+
+/// Process-wide memo of framed segment prefixes, keyed by absolute path: finding a
+/// bucket's high watermark then reads only the bytes appended since the last look
+/// instead of the whole active segment (Fluss keeps an offset index for this).
+static FRAMED: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, FramedPrefix>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The offset after the last complete batch of a segment, reading only bytes not
+/// framed before. A torn tail is ignored (it may still be being written).
+pub async fn segment_end_offset(storage: &Storage, segment: &SegmentFile) -> Result<i64> {
+    let key = storage.absolute(&segment.path);
+    let size = storage.size(&segment.path).await?;
+    let known = FRAMED
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&key).copied())
+        .filter(|k| k.valid_length <= size);
+    let start = known.map_or(
+        FramedPrefix {
+            valid_length: 0,
+            next_offset: segment.base_offset,
+        },
+        |k| k,
+    );
+    if start.valid_length == size {
+        return Ok(start.next_offset);
+    }
+    let bytes = storage
+        .read_range(&segment.path, start.valid_length..size)
+        .await?;
+    let mut iter = BatchIterator::new(bytes);
+    let mut next_offset = start.next_offset;
+    for batch in iter.by_ref() {
+        let batch = batch.map_err(|e| e.with_context("file", &segment.path))?;
+        if batch.base_offset() < next_offset {
+            return Err(Error::data_invalid(format!(
+                "batch base offset {} goes backwards (expected at least {next_offset})",
+                batch.base_offset()
+            ))
+            .with_context("file", &segment.path));
+        }
+        next_offset = batch.next_offset();
+    }
+    let framed = FramedPrefix {
+        valid_length: start.valid_length + iter.position() as u64,
+        next_offset,
+    };
+    if let Ok(mut m) = FRAMED.lock() {
+        m.insert(key, framed);
+    }
+    Ok(next_offset)
+}
+
 /// Appends encoded batches to a bucket directory.
 #[derive(Debug)]
 pub struct SegmentWriter {

@@ -1,0 +1,308 @@
+//! A small cursor over DataFusion's SQL tokens (`datafusion::sql::sqlparser`), used to
+//! recognise the statements the session runs itself (DDL, DML, `CALL`, `USE`) and to
+//! split a script into statements.
+//!
+//! The tokenizer runs without unescaping, so the text of any suffix of a statement
+//! (an `INSERT`'s `SELECT`, a `DELETE`'s predicate) can be rebuilt exactly from its
+//! tokens and handed to DataFusion unchanged.
+
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::error::{Error, Result};
+
+/// Tokenizes `sql` (GenericDialect, no unescaping).
+pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
+    let dialect = GenericDialect {};
+    Tokenizer::new(&dialect, sql)
+        .with_unescape(false)
+        .tokenize()
+        .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))
+}
+
+/// Splits a script into statements at top-level `;`, dropping empty ones.
+pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+    let mut statements = Vec::new();
+    let mut current = String::new();
+    let mut has_content = false;
+    for token in tokenize(sql)? {
+        match token {
+            Token::SemiColon => {
+                if has_content {
+                    statements.push(current.trim().to_string());
+                }
+                current.clear();
+                has_content = false;
+            }
+            Token::EOF => {}
+            Token::Whitespace(w) => current.push_str(&w.to_string()),
+            other => {
+                has_content = true;
+                current.push_str(&other.to_string());
+            }
+        }
+    }
+    if has_content {
+        statements.push(current.trim().to_string());
+    }
+    Ok(statements)
+}
+
+/// Whether `input` is a complete statement for an interactive shell: it ends with a
+/// `;` outside quotes and comments (an unterminated quote is incomplete).
+pub fn is_complete(input: &str) -> bool {
+    match tokenize(input) {
+        Ok(tokens) => tokens
+            .iter()
+            .rev()
+            .find(|t| !matches!(t, Token::Whitespace(_) | Token::EOF))
+            .is_some_and(|t| matches!(t, Token::SemiColon)),
+        Err(_) => false,
+    }
+}
+
+/// Unescapes the body of a single-quoted SQL string (`''` is one quote).
+pub fn unescape_string(raw: &str) -> String {
+    raw.replace("''", "'")
+}
+
+/// Quotes an identifier for DataFusion (`"name"`, doubling inner quotes).
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Quotes a string literal (`'text'`, doubling inner quotes).
+pub fn quote_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// A cursor over the tokens of one statement; whitespace and comments are skipped by
+/// every method except [`Cursor::rest`].
+#[derive(Debug, Clone)]
+pub struct Cursor {
+    tokens: Vec<Token>,
+    pos: usize,
+}
+
+impl Cursor {
+    /// Tokenizes one statement.
+    pub fn new(sql: &str) -> Result<Self> {
+        Ok(Self {
+            tokens: tokenize(sql)?,
+            pos: 0,
+        })
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.tokens.get(self.pos), Some(Token::Whitespace(_))) {
+            self.pos += 1;
+        }
+    }
+
+    /// The next significant token (`EOF` at the end).
+    pub fn peek(&mut self) -> &Token {
+        self.skip_whitespace();
+        self.tokens.get(self.pos).unwrap_or(&Token::EOF)
+    }
+
+    /// The `n`-th significant token from here (0 = next).
+    pub fn peek_nth(&self, n: usize) -> Token {
+        self.tokens[self.pos.min(self.tokens.len())..]
+            .iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .nth(n)
+            .cloned()
+            .unwrap_or(Token::EOF)
+    }
+
+    /// Consumes and returns the next significant token.
+    pub fn next_token(&mut self) -> Token {
+        self.skip_whitespace();
+        let token = self.tokens.get(self.pos).cloned().unwrap_or(Token::EOF);
+        if self.pos < self.tokens.len() {
+            self.pos += 1;
+        }
+        token
+    }
+
+    /// Whether the next token is the unquoted word `keyword` (case-insensitive).
+    pub fn peek_keyword(&mut self, keyword: &str) -> bool {
+        is_keyword(self.peek(), keyword)
+    }
+
+    /// Consumes the unquoted word `keyword` if it is next.
+    pub fn eat_keyword(&mut self, keyword: &str) -> bool {
+        if self.peek_keyword(keyword) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Consumes the keyword sequence `keywords` if all of it is next (else nothing).
+    pub fn eat_keywords(&mut self, keywords: &[&str]) -> bool {
+        let all = keywords
+            .iter()
+            .enumerate()
+            .all(|(i, k)| is_keyword(&self.peek_nth(i), k));
+        if all {
+            for _ in keywords {
+                self.next_token();
+            }
+        }
+        all
+    }
+
+    /// Consumes `keyword` or fails naming what was found.
+    pub fn expect_keyword(&mut self, keyword: &str) -> Result<()> {
+        if self.eat_keyword(keyword) {
+            Ok(())
+        } else {
+            Err(self.unexpected(&format!("'{}'", keyword.to_ascii_uppercase())))
+        }
+    }
+
+    /// Consumes `token` (punctuation) if it is next.
+    pub fn eat(&mut self, token: &Token) -> bool {
+        if self.peek() == token {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Consumes `token` or fails naming what was found.
+    pub fn expect(&mut self, token: &Token) -> Result<()> {
+        if self.eat(token) {
+            Ok(())
+        } else {
+            Err(self.unexpected(&format!("'{token}'")))
+        }
+    }
+
+    /// An error "expected X, found Y".
+    pub fn unexpected(&mut self, expected: &str) -> Error {
+        let found = match self.peek() {
+            Token::EOF => "end of statement".to_string(),
+            t => format!("'{t}'"),
+        };
+        Error::invalid_input(format!("SQL syntax error: expected {expected}, found {found}"))
+    }
+
+    /// An identifier: unquoted words are lower-cased (as DataFusion does), quoted ones
+    /// kept as written.
+    pub fn ident(&mut self) -> Result<String> {
+        match self.peek().clone() {
+            Token::Word(w) => {
+                self.pos += 1;
+                Ok(match w.quote_style {
+                    Some(_) => w.value.replace("\"\"", "\""),
+                    None => w.value.to_lowercase(),
+                })
+            }
+            _ => Err(self.unexpected("an identifier")),
+        }
+    }
+
+    /// A dotted name `a[.b[.c]]`.
+    pub fn object_name(&mut self) -> Result<Vec<String>> {
+        let mut parts = vec![self.ident()?];
+        while self.eat(&Token::Period) {
+            parts.push(self.ident()?);
+        }
+        Ok(parts)
+    }
+
+    /// A parenthesised, comma-separated identifier list `(a, b)`.
+    pub fn ident_list(&mut self) -> Result<Vec<String>> {
+        self.expect(&Token::LParen)?;
+        let mut names = vec![self.ident()?];
+        while self.eat(&Token::Comma) {
+            names.push(self.ident()?);
+        }
+        self.expect(&Token::RParen)?;
+        Ok(names)
+    }
+
+    /// A single-quoted string literal, unescaped.
+    pub fn string(&mut self) -> Result<String> {
+        match self.peek().clone() {
+            Token::SingleQuotedString(s) => {
+                self.pos += 1;
+                Ok(unescape_string(&s))
+            }
+            _ => Err(self.unexpected("a quoted string")),
+        }
+    }
+
+    /// A non-negative integer literal.
+    pub fn number(&mut self) -> Result<u32> {
+        match self.peek().clone() {
+            Token::Number(n, _) => {
+                let value = n.parse::<u32>().map_err(|_| {
+                    Error::invalid_input(format!("SQL syntax error: '{n}' is not a valid length"))
+                })?;
+                self.pos += 1;
+                Ok(value)
+            }
+            _ => Err(self.unexpected("a number")),
+        }
+    }
+
+    /// Whether only whitespace, `;` and the end remain.
+    pub fn at_end(&self) -> bool {
+        self.tokens[self.pos.min(self.tokens.len())..]
+            .iter()
+            .all(|t| matches!(t, Token::Whitespace(_) | Token::SemiColon | Token::EOF))
+    }
+
+    /// Fails unless the statement ends here.
+    pub fn expect_end(&mut self) -> Result<()> {
+        if self.at_end() {
+            Ok(())
+        } else {
+            Err(self.unexpected("end of statement"))
+        }
+    }
+
+    /// The exact text of the remaining tokens (without a trailing `;`).
+    pub fn rest(&self) -> String {
+        let mut text = String::new();
+        for token in &self.tokens[self.pos.min(self.tokens.len())..] {
+            match token {
+                Token::EOF => {}
+                t => text.push_str(&t.to_string()),
+            }
+        }
+        text.trim().trim_end_matches(';').trim().to_string()
+    }
+}
+
+/// Whether `token` is the unquoted word `keyword`.
+pub fn is_keyword(token: &Token, keyword: &str) -> bool {
+    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(keyword))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_and_completes() {
+        let parts = split_statements("SELECT ';' ; -- c\n SELECT 2;;").unwrap();
+        assert_eq!(parts, vec!["SELECT ';'", "-- c\n SELECT 2"]);
+        assert!(is_complete("SELECT 1;"));
+        assert!(!is_complete("SELECT ';"));
+        assert!(!is_complete("SELECT 1"));
+    }
+
+    #[test]
+    fn rest_keeps_the_text() {
+        let mut c = Cursor::new("INSERT INTO t VALUES (1, 'it''s')").unwrap();
+        assert!(c.eat_keywords(&["insert", "into"]));
+        assert_eq!(c.object_name().unwrap(), vec!["t"]);
+        assert_eq!(c.rest(), "VALUES (1, 'it''s')");
+    }
+}
