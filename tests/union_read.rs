@@ -143,3 +143,43 @@ async fn pk_table_tail_overrides_the_lake() {
     let lake = query(&ctx, "SELECT count(*) AS n FROM fluss.db.\"users$lake\"").await;
     assert!(lake.contains("| 4 |"), "{lake}");
 }
+
+#[tokio::test]
+async fn virtual_tables_show_the_changelog_and_lake_snapshots() {
+    let (_dir, store, ctx) = setup().await;
+    let path = TablePath::new("db", "users");
+    store
+        .create_table(&path, &descriptor(true, 1), false)
+        .await
+        .unwrap();
+    store
+        .upsert(&path, &rows(&[1], &["a"], &[1]))
+        .await
+        .unwrap();
+    tier(&store, &path).await.unwrap();
+    store
+        .upsert(&path, &rows(&[1], &["a2"], &[2]))
+        .await
+        .unwrap();
+    store.delete(&path, &rows(&[1], &[""], &[0])).await.unwrap();
+    let out = query(
+        &ctx,
+        "SELECT _change_type, _log_offset, id, name FROM fluss.db.\"users$changelog\" ORDER BY _log_offset",
+    )
+    .await;
+    assert_eq!(
+        out,
+        "+---------------+-------------+----+------+\n| _change_type  | _log_offset | id | name |\n+---------------+-------------+----+------+\n| insert        | 0           | 1  | a    |\n| update_before | 1           | 1  | a    |\n| update_after  | 2           | 1  | a2   |\n| delete        | 3           | 1  | a2   |\n+---------------+-------------+----+------+"
+    );
+    let out = query(
+        &ctx,
+        "SELECT snapshot_id, commit_user, registered FROM fluss.db.\"users$lake$snapshots\"",
+    )
+    .await;
+    assert!(
+        out.contains("| 1           | __fluss_lake_tiering | yes        |"),
+        "{out}"
+    );
+    let out = query(&ctx, "SELECT count(*) AS n FROM fluss.db.users").await;
+    assert!(out.contains("| 0 |"), "{out}");
+}

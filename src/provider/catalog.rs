@@ -14,6 +14,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use fluss::metadata::TablePath;
 
 use super::blocking::block_on;
+use super::changelog::ChangelogTableProvider;
 use super::table::{FlussTableProvider, ReadMode};
 use crate::error::ErrorKind;
 use crate::source::{FlussSource, LocalStore};
@@ -93,9 +94,19 @@ impl FlussSchema {
         let mode = match suffix {
             None => ReadMode::Union,
             Some("lake") => ReadMode::LakeOnly,
+            Some("changelog") => {
+                let provider = ChangelogTableProvider::new(self.source.clone(), table)?;
+                return Ok(Some(Arc::new(provider)));
+            }
+            Some("lake$snapshots") => {
+                let store = self.store.as_ref().ok_or_else(|| {
+                    DataFusionError::Plan("lake snapshots need the table's store".to_string())
+                })?;
+                return Ok(Some(lake_snapshots_table(store, &table).await?));
+            }
             Some(other) => {
                 return Err(DataFusionError::Plan(format!(
-                    "unknown virtual table '${other}' of {path} (supported: $lake)"
+                    "unknown virtual table '${other}' of {path} (supported: $lake, $lake$snapshots, $changelog)"
                 )));
             }
         };
@@ -130,4 +141,93 @@ impl SchemaProvider for FlussSchema {
         let base = name.split_once('$').map_or(name, |(b, _)| b);
         self.table_names().iter().any(|t| t == base)
     }
+}
+
+/// `t$lake$snapshots`: the lake table's snapshots with their Fluss tiering metadata.
+async fn lake_snapshots_table(
+    store: &Arc<LocalStore>,
+    table: &crate::source::FlussTable,
+) -> DfResult<Arc<dyn TableProvider>> {
+    use datafusion::arrow::array::{
+        Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    };
+    use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+    let lake = crate::lake::paimon::PaimonLake::for_table(store.storage(), table)?;
+    let snapshots = match lake
+        .table(table.path.database(), table.path.table())
+        .await?
+    {
+        Some(t) => t
+            .snapshot_manager()
+            .list_all()
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?,
+        None => Vec::new(),
+    };
+    let registered = store.lake_table(table.table_id()).await?;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("snapshot_id", DataType::Int64, false),
+        Field::new("schema_id", DataType::Int64, false),
+        Field::new("commit_user", DataType::Utf8, false),
+        Field::new("commit_kind", DataType::Utf8, false),
+        Field::new(
+            "commit_time",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("total_record_count", DataType::Int64, true),
+        Field::new("fluss_offsets", DataType::Utf8, true),
+        Field::new("registered", DataType::Utf8, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(
+                snapshots.iter().map(|s| s.id()),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                snapshots.iter().map(|s| s.schema_id()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                snapshots.iter().map(|s| s.commit_user()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                snapshots
+                    .iter()
+                    .map(|s| format!("{:?}", s.commit_kind()).to_uppercase()),
+            )),
+            Arc::new(
+                TimestampMillisecondArray::from_iter_values(
+                    snapshots.iter().map(|s| s.time_millis() as i64),
+                )
+                .with_timezone("UTC"),
+            ),
+            Arc::new(Int64Array::from(
+                snapshots
+                    .iter()
+                    .map(|s| s.total_record_count())
+                    .collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                snapshots
+                    .iter()
+                    .map(|s| {
+                        s.properties()
+                            .and_then(|p| p.get(crate::lake::FLUSS_OFFSETS_PROPERTY).cloned())
+                    })
+                    .collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from_iter_values(snapshots.iter().map(|s| {
+                if registered.snapshots.iter().any(|r| r.snapshot_id == s.id()) {
+                    "yes"
+                } else {
+                    "no"
+                }
+            }))),
+        ],
+    )?;
+    Ok(Arc::new(datafusion::datasource::MemTable::try_new(
+        schema,
+        vec![vec![batch]],
+    )?))
 }

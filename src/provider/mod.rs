@@ -2,6 +2,7 @@
 
 pub mod blocking;
 pub mod catalog;
+pub mod changelog;
 pub mod describe;
 pub mod lake_exec;
 pub mod log_exec;

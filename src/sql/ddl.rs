@@ -376,12 +376,20 @@ mod tests {
         assert_eq!(spec.primary_key, Some(vec!["id".into(), "dt".into()]));
         assert_eq!(spec.partition_keys, vec!["dt"]);
         let d = descriptor(&spec).unwrap();
-        assert_eq!(d.table_distribution().and_then(|t| t.bucket_count()), Some(4));
         assert_eq!(
-            d.properties().get("table.datalake.enabled").map(String::as_str),
+            d.table_distribution().and_then(|t| t.bucket_count()),
+            Some(4)
+        );
+        assert_eq!(
+            d.properties()
+                .get("table.datalake.enabled")
+                .map(String::as_str),
             Some("true")
         );
-        assert_eq!(d.custom_properties().get("x").map(String::as_str), Some("y"));
+        assert_eq!(
+            d.custom_properties().get("x").map(String::as_str),
+            Some("y")
+        );
     }
 
     #[test]

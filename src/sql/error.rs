@@ -57,9 +57,7 @@ fn kind_of(e: &DataFusionError) -> ErrorKind {
         DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => ErrorKind::Io,
         DataFusionError::Context(_, inner) => kind_of(inner),
         DataFusionError::Shared(inner) => kind_of(inner),
-        DataFusionError::Collection(errors) => {
-            errors.first().map_or(ErrorKind::Internal, kind_of)
-        }
+        DataFusionError::Collection(errors) => errors.first().map_or(ErrorKind::Internal, kind_of),
         DataFusionError::ArrowError(..) | DataFusionError::ParquetError(..) => {
             ErrorKind::DataInvalid
         }
@@ -71,8 +69,9 @@ fn kind_of(e: &DataFusionError) -> ErrorKind {
 /// rendered by `Display` instead of `Debug`.
 fn message_of(e: &DataFusionError) -> String {
     match e {
-        DataFusionError::SQL(parser, _) => format!("SQL syntax error: {parser}")
-            .replace("sql parser error: ", ""),
+        DataFusionError::SQL(parser, _) => {
+            format!("SQL syntax error: {parser}").replace("sql parser error: ", "")
+        }
         DataFusionError::Plan(m) => m.clone(),
         DataFusionError::Execution(m) => m.clone(),
         DataFusionError::NotImplemented(m) => format!("not supported: {m}"),

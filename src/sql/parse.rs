@@ -188,7 +188,9 @@ impl Cursor {
             Token::EOF => "end of statement".to_string(),
             t => format!("'{t}'"),
         };
-        Error::invalid_input(format!("SQL syntax error: expected {expected}, found {found}"))
+        Error::invalid_input(format!(
+            "SQL syntax error: expected {expected}, found {found}"
+        ))
     }
 
     /// An identifier: unquoted words are lower-cased (as DataFusion does), quoted ones

@@ -1,0 +1,239 @@
+//! `t$changelog`: the Fluss log of a table (log only, bounded at the high watermark)
+//! with `_change_type`, `_log_offset` and `_commit_timestamp` before the columns, as
+//! Fluss's Flink catalog exposes it (`ChangelogFlinkTableSource`, `ChangelogRowConverter`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Statistics};
+use datafusion::datasource::TableType;
+use datafusion::error::Result as DfResult;
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    SendableRecordBatchStream,
+};
+use fluss::record::ChangeType;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::log::{ChangelogBatch, LogReadOptions};
+use crate::source::{FlussSource, FlussTable};
+use crate::union::{BucketCut, plan_cut};
+
+/// `_change_type` values (`ChangelogRowConverter`).
+pub fn change_type_name(change: ChangeType) -> &'static str {
+    match change {
+        ChangeType::AppendOnly | ChangeType::Insert => "insert",
+        ChangeType::UpdateBefore => "update_before",
+        ChangeType::UpdateAfter => "update_after",
+        ChangeType::Delete => "delete",
+    }
+}
+
+/// The `t$changelog` table.
+#[derive(Debug, Clone)]
+pub struct ChangelogTableProvider {
+    source: Arc<dyn FlussSource>,
+    table: FlussTable,
+    schema: SchemaRef,
+}
+
+impl ChangelogTableProvider {
+    /// The changelog of `table`.
+    pub fn new(source: Arc<dyn FlussSource>, table: FlussTable) -> crate::Result<Self> {
+        let data = table.schemas.latest()?.arrow.clone();
+        let mut fields = vec![
+            Field::new("_change_type", DataType::Utf8, false),
+            Field::new("_log_offset", DataType::Int64, false),
+            Field::new(
+                "_commit_timestamp",
+                DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+                false,
+            ),
+        ];
+        fields.extend(data.fields().iter().map(|f| f.as_ref().clone()));
+        Ok(Self {
+            source,
+            table,
+            schema: Arc::new(Schema::new(fields)),
+        })
+    }
+}
+
+fn changelog_batch(schema: &SchemaRef, b: &ChangelogBatch) -> DfResult<RecordBatch> {
+    let n = b.batch.num_rows();
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            b.change_types.iter().map(|c| change_type_name(*c)),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            (0..n as i64).map(|i| b.first_offset + i),
+        )),
+        Arc::new(TimestampMillisecondArray::from(vec![b.commit_timestamp; n]).with_timezone("UTC")),
+    ];
+    columns.extend(b.batch.columns().iter().cloned());
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+#[async_trait]
+impl datafusion::catalog::TableProvider for ChangelogTableProvider {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let cut = plan_cut(self.source.as_ref(), &self.table, &|_| true, false).await?;
+        Ok(Arc::new(ChangelogExec::new(
+            self.source.clone(),
+            self.table.clone(),
+            cut.buckets,
+            self.schema.clone(),
+            projection.cloned(),
+            limit,
+        )?))
+    }
+}
+
+/// Reads each bucket's whole log, one partition per bucket.
+#[derive(Debug)]
+pub struct ChangelogExec {
+    source: Arc<dyn FlussSource>,
+    table: FlussTable,
+    buckets: Vec<BucketCut>,
+    full_schema: SchemaRef,
+    projection: Option<Vec<usize>>,
+    schema: SchemaRef,
+    limit: Option<usize>,
+    properties: Arc<PlanProperties>,
+}
+
+impl ChangelogExec {
+    fn new(
+        source: Arc<dyn FlussSource>,
+        table: FlussTable,
+        buckets: Vec<BucketCut>,
+        full_schema: SchemaRef,
+        projection: Option<Vec<usize>>,
+        limit: Option<usize>,
+    ) -> DfResult<Self> {
+        let schema = match &projection {
+            Some(p) => Arc::new(full_schema.project(p)?),
+            None => full_schema.clone(),
+        };
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(buckets.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        Ok(Self {
+            source,
+            table,
+            buckets,
+            full_schema,
+            projection,
+            schema,
+            limit,
+            properties,
+        })
+    }
+}
+
+impl DisplayAs for ChangelogExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "FlussChangelogExec: table={}, log_ranges=[{}]",
+            self.table.path,
+            super::describe::describe_buckets(&self.buckets)
+        )
+    }
+}
+
+impl ExecutionPlan for ChangelogExec {
+    fn name(&self) -> &str {
+        "FlussChangelogExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let schema = self.schema.clone();
+        let Some(cut) = self.buckets.get(partition).cloned() else {
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(
+                schema,
+                futures::stream::empty(),
+            )));
+        };
+        let source = self.source.clone();
+        let table = self.table.clone();
+        let full = self.full_schema.clone();
+        let projection = self.projection.clone();
+        let stream = futures::stream::once(async move {
+            source
+                .read_log(&table, &cut.location, cut.range, LogReadOptions::verified())
+                .await
+        })
+        .try_flatten()
+        .map(move |b| {
+            let b = b.map_err(DataFusionError::from)?;
+            let batch = changelog_batch(&full, &b)?;
+            match &projection {
+                Some(p) => Ok(batch.project(p)?),
+                None => Ok(batch),
+            }
+        })
+        .boxed();
+        let stream = super::describe::limit_stream(stream, self.limit);
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+
+    fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+    }
+}

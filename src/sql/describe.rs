@@ -1,0 +1,204 @@
+//! What the shell's `\d` and `\d <table>` show, as Arrow batches so every output
+//! format works: databases and tables; a table's columns, keys, buckets, partitions,
+//! lake format and snapshot, and per bucket how far the log runs ahead of the lake.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{Field, Schema};
+
+use super::FlussSession;
+use crate::error::Result;
+use crate::source::{FlussSource, FlussTable};
+
+fn string_column(values: Vec<String>) -> ArrayRef {
+    Arc::new(StringArray::from(values))
+}
+
+fn batch(columns: Vec<(&str, ArrayRef)>) -> Result<RecordBatch> {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
+        .collect();
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )?)
+}
+
+fn kind(table: &FlussTable) -> &'static str {
+    if table.info.has_primary_key() {
+        "primary key"
+    } else {
+        "log"
+    }
+}
+
+fn lake_name(table: &FlussTable) -> String {
+    table
+        .lake_format()
+        .map_or_else(|| "-".to_string(), |f| f.to_string().to_lowercase())
+}
+
+/// `\d`: one row per table of every database (databases without tables get a row
+/// with an empty table name).
+pub async fn list_tables(session: &FlussSession) -> Result<RecordBatch> {
+    let store = session.store();
+    let mut cols: [Vec<String>; 5] = Default::default();
+    let mut buckets = Vec::new();
+    let mut snapshots = Vec::new();
+    for db in store.list_databases().await? {
+        let tables = store.list_tables(&db).await?;
+        if tables.is_empty() {
+            cols[0].push(db.clone());
+            for c in cols.iter_mut().skip(1) {
+                c.push(String::new());
+            }
+            buckets.push(None);
+            snapshots.push(None);
+        }
+        for name in tables {
+            let table = store
+                .get_table(&fluss::metadata::TablePath::new(db.as_str(), name.as_str()))
+                .await?;
+            let snapshot = store.readable_lake_snapshot(&table).await?;
+            cols[0].push(db.clone());
+            cols[1].push(name);
+            cols[2].push(kind(&table).to_string());
+            cols[3].push(table.info.get_partition_keys().join(", "));
+            cols[4].push(lake_name(&table));
+            buckets.push(Some(i64::from(table.info.get_num_buckets())));
+            snapshots.push(snapshot.map(|s| s.snapshot_id));
+        }
+    }
+    let [database, table, kind, partitioned_by, lake] = cols;
+    batch(vec![
+        ("database", string_column(database)),
+        ("table", string_column(table)),
+        ("kind", string_column(kind)),
+        ("buckets", Arc::new(Int64Array::from(buckets))),
+        ("partitioned_by", string_column(partitioned_by)),
+        ("lake", string_column(lake)),
+        ("lake_snapshot", Arc::new(Int64Array::from(snapshots))),
+    ])
+}
+
+/// `\d <table>`: columns, table properties, and per-bucket lake/log offsets.
+pub async fn describe_table(session: &FlussSession, name: &[String]) -> Result<Vec<RecordBatch>> {
+    let store = session.store();
+    let path = session.table_path(name)?;
+    let table = store.get_table(&path).await?;
+    let schema = table.info.get_schema();
+    let pk = table.info.get_primary_keys().clone();
+
+    let mut col_names = Vec::new();
+    let mut col_types = Vec::new();
+    let mut col_nullable = Vec::new();
+    let mut col_keys = Vec::new();
+    for column in schema.columns() {
+        let data_type = column.data_type();
+        col_names.push(column.name().to_string());
+        col_types.push(
+            data_type
+                .to_string()
+                .trim_end_matches(" NOT NULL")
+                .to_string(),
+        );
+        col_nullable.push(if data_type.is_nullable() { "YES" } else { "NO" }.to_string());
+        let mut key = Vec::new();
+        if pk.iter().any(|k| k == column.name()) {
+            key.push("PRI");
+        }
+        if table
+            .info
+            .get_partition_keys()
+            .iter()
+            .any(|k| k == column.name())
+        {
+            key.push("PART");
+        }
+        if table
+            .info
+            .get_bucket_keys()
+            .iter()
+            .any(|k| k == column.name())
+        {
+            key.push("BUCKET");
+        }
+        col_keys.push(key.join(","));
+    }
+    let columns = batch(vec![
+        ("column", string_column(col_names)),
+        ("type", string_column(col_types)),
+        ("nullable", string_column(col_nullable)),
+        ("key", string_column(col_keys)),
+    ])?;
+
+    let snapshot = store.readable_lake_snapshot(&table).await?;
+    let partitions = if table.info.is_partitioned() {
+        store
+            .list_partitions(&table)
+            .await?
+            .iter()
+            .map(|p| p.get_partition_name())
+            .collect::<Vec<_>>()
+    } else {
+        Vec::new()
+    };
+    let none = || "-".to_string();
+    let or_none = |v: String| if v.is_empty() { none() } else { v };
+    let info: Vec<(&str, String)> = vec![
+        ("table", path.to_string()),
+        ("kind", kind(&table).to_string()),
+        ("primary key", or_none(pk.join(", "))),
+        (
+            "bucket key",
+            or_none(table.info.get_bucket_keys().join(", ")),
+        ),
+        ("buckets", table.info.get_num_buckets().to_string()),
+        (
+            "partitioned by",
+            or_none(table.info.get_partition_keys().join(", ")),
+        ),
+        ("partitions", or_none(partitions.join(", "))),
+        ("lake format", lake_name(&table)),
+        (
+            "lake snapshot",
+            snapshot
+                .as_ref()
+                .map_or_else(none, |s| s.snapshot_id.to_string()),
+        ),
+    ];
+    let (keys, values): (Vec<String>, Vec<String>) =
+        info.into_iter().map(|(k, v)| (k.to_string(), v)).unzip();
+    let properties = batch(vec![
+        ("property", string_column(keys)),
+        ("value", string_column(values)),
+    ])?;
+
+    let mut bucket_names = Vec::new();
+    let mut lake_offsets = Vec::new();
+    let mut log_ends = Vec::new();
+    let mut lags = Vec::new();
+    for location in store.buckets(&table).await? {
+        let offsets = store.bucket_offsets(&table, &location).await?;
+        let tiered = snapshot
+            .as_ref()
+            .and_then(|s| s.offsets.get(location.partition_id(), location.bucket));
+        let from = tiered.unwrap_or(offsets.earliest);
+        bucket_names.push(match &location.partition {
+            Some((_, p)) => format!("{p}/{}", location.bucket),
+            None => location.bucket.to_string(),
+        });
+        lake_offsets.push(tiered);
+        log_ends.push(offsets.high_watermark);
+        lags.push((offsets.high_watermark - from).max(0));
+    }
+    let buckets = batch(vec![
+        ("bucket", string_column(bucket_names)),
+        ("lake_offset", Arc::new(Int64Array::from(lake_offsets))),
+        ("log_end", Arc::new(Int64Array::from(log_ends))),
+        ("tail_records", Arc::new(Int64Array::from(lags))),
+    ])?;
+    Ok(vec![columns, properties, buckets])
+}

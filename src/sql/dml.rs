@@ -1,0 +1,183 @@
+//! DML on the LocalStore: `INSERT` (append to log tables, upsert into primary-key
+//! tables), `DELETE` (primary-key tables) and `CALL tier(...)`.
+//!
+//! The rows to write are always planned by DataFusion first and collected, so
+//! `INSERT INTO t SELECT ... FROM t` reads the table as it was before the write.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use fluss::metadata::TablePath;
+
+use super::FlussSession;
+use super::error::from_datafusion;
+use super::parse::quote_ident;
+use crate::error::{Error, Result};
+use crate::lake::tiering::tier;
+use crate::source::FlussSource;
+
+/// The `count` row DataFusion returns for DML.
+fn count_batch(count: usize) -> Result<RecordBatch> {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "count",
+        DataType::UInt64,
+        false,
+    )]));
+    Ok(RecordBatch::try_new(
+        schema,
+        vec![Arc::new(UInt64Array::from(vec![count as u64]))],
+    )?)
+}
+
+/// `fluss."db"."t"` for DataFusion.
+pub fn qualified(path: &TablePath) -> String {
+    format!(
+        "{}.{}.{}",
+        super::CATALOG,
+        quote_ident(path.database()),
+        quote_ident(path.table())
+    )
+}
+
+/// Runs `sql` in DataFusion and concatenates the result into one batch.
+async fn collect_one(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
+    let df = session.context().sql(sql).await.map_err(from_datafusion)?;
+    let schema = Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await.map_err(from_datafusion)?;
+    Ok(concat_batches(&schema, &batches)?)
+}
+
+/// `INSERT INTO path [(columns)] source`: returns the `count` row.
+pub async fn insert(
+    session: &FlussSession,
+    path: &TablePath,
+    columns: Option<Vec<String>>,
+    source: &str,
+) -> Result<RecordBatch> {
+    let store = session.store();
+    let table = store.get_table(path).await?;
+    let table_columns: Vec<String> = table
+        .info
+        .get_schema()
+        .column_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let targets = match columns {
+        Some(cols) => {
+            for c in &cols {
+                if !table_columns.contains(c) {
+                    return Err(Error::invalid_input(format!(
+                        "table '{path}' has no column '{c}'"
+                    )));
+                }
+            }
+            cols
+        }
+        None => table_columns,
+    };
+    let rows = collect_one(session, source).await?;
+    if rows.num_columns() != targets.len() {
+        return Err(Error::invalid_input(format!(
+            "INSERT into '{path}' has {} value column(s) for {} target column(s) ({})",
+            rows.num_columns(),
+            targets.len(),
+            targets.join(", ")
+        )));
+    }
+    // Positional: the i-th value column is written to the i-th target column.
+    let fields: Vec<Field> = rows
+        .schema()
+        .fields()
+        .iter()
+        .zip(&targets)
+        .map(|(f, name)| Field::new(name, f.data_type().clone(), true))
+        .collect();
+    let renamed = RecordBatch::try_new(Arc::new(Schema::new(fields)), rows.columns().to_vec())?;
+    if renamed.num_rows() == 0 {
+        return count_batch(0);
+    }
+    let written = if table.info.has_primary_key() {
+        store.upsert(path, &renamed).await?
+    } else {
+        store.append(path, &renamed).await?
+    };
+    count_batch(written.rows)
+}
+
+/// `DELETE FROM path [WHERE predicate]` on a primary-key table: the matching keys are
+/// selected through DataFusion (union read), then deleted in the store.
+pub async fn delete(
+    session: &FlussSession,
+    path: &TablePath,
+    predicate: Option<&str>,
+) -> Result<RecordBatch> {
+    let store = session.store();
+    let table = store.get_table(path).await?;
+    if !table.info.has_primary_key() {
+        return Err(Error::invalid_input(format!(
+            "DELETE needs a primary-key table; '{path}' is a log table (append only)"
+        )));
+    }
+    let keys = table
+        .info
+        .get_primary_keys()
+        .iter()
+        .map(|k| quote_ident(k))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut sql = format!("SELECT {keys} FROM {}", qualified(path));
+    if let Some(p) = predicate {
+        sql.push_str(" WHERE ");
+        sql.push_str(p);
+    }
+    let rows = collect_one(session, &sql).await?;
+    if rows.num_rows() == 0 {
+        return count_batch(0);
+    }
+    let written = store.delete(path, &rows).await?;
+    count_batch(written.rows)
+}
+
+/// `CALL [fluss.]tier('[db.]table')`: tiers the table's log tail into its lake.
+pub async fn call(
+    session: &FlussSession,
+    procedure: &[String],
+    args: &[String],
+) -> Result<RecordBatch> {
+    let name = procedure.last().map(String::as_str).unwrap_or_default();
+    let prefix_ok = procedure[..procedure.len().saturating_sub(1)]
+        .iter()
+        .all(|p| p == super::CATALOG || p == "sys" || p == "system");
+    if name != "tier" || !prefix_ok {
+        return Err(Error::not_found(format!(
+            "unknown procedure '{}' (available: fluss.tier('db.table'))",
+            procedure.join(".")
+        )));
+    }
+    let [table] = args else {
+        return Err(Error::invalid_input(
+            "tier takes one argument: the table name, e.g. CALL fluss.tier('db.orders')",
+        ));
+    };
+    let parts: Vec<String> = table.split('.').map(str::to_string).collect();
+    let path = session.table_path(&parts)?;
+    let result = tier(session.store(), &path).await?;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("table", DataType::Utf8, false),
+        Field::new("snapshot_id", DataType::Int64, true),
+        Field::new("records", DataType::UInt64, false),
+        Field::new("buckets", DataType::UInt64, false),
+    ]));
+    Ok(RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from(vec![path.to_string()])),
+            Arc::new(Int64Array::from(vec![result.snapshot_id])),
+            Arc::new(UInt64Array::from(vec![result.records as u64])),
+            Arc::new(UInt64Array::from(vec![result.buckets as u64])),
+        ],
+    )?)
+}

@@ -1,0 +1,302 @@
+//! SQL over a LocalStore: [`FlussSession`] wraps a DataFusion `SessionContext` with the
+//! [`FlussCatalog`] registered as catalog `fluss`, and runs DDL and DML on the store
+//! itself. The `fluss-sql` shell and embedding applications share it.
+//!
+//! ```text
+//!  sql ──> statement::parse_statement ─┬─ CREATE/DROP DATABASE|TABLE ─> ddl ─> LocalStore
+//!                                      ├─ INSERT / DELETE / CALL tier ─> dml ─> DataFusion + LocalStore
+//!                                      ├─ USE db / SHOW DATABASES
+//!                                      └─ anything else (SELECT, EXPLAIN, COPY, SET, SHOW TABLES) ─> DataFusion
+//! ```
+//!
+//! ```no_run
+//! # async fn demo() -> fluss_datafusion::Result<()> {
+//! use std::sync::Arc;
+//! use fluss_datafusion::source::LocalStore;
+//! use fluss_datafusion::sql::FlussSession;
+//!
+//! let store = Arc::new(LocalStore::open("./fluss-data").await?);
+//! let session = FlussSession::new(store).await?;
+//! session.execute("CREATE TABLE t (id BIGINT, PRIMARY KEY (id) NOT ENFORCED)").await?;
+//! session.execute("INSERT INTO t VALUES (1), (2)").await?;
+//! let batches = session.execute("SELECT count(*) FROM t").await?;
+//! # Ok(()) }
+//! ```
+
+pub mod ddl;
+pub mod describe;
+pub mod dml;
+pub mod error;
+pub mod parse;
+pub mod print;
+pub mod statement;
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use fluss::metadata::TablePath;
+
+use self::error::from_datafusion;
+use self::statement::{Statement, parse_statement};
+use crate::error::{Error, Result};
+use crate::provider::FlussCatalog;
+use crate::source::{FlussSource, LocalStore};
+
+/// The catalog name the session registers the store under.
+pub const CATALOG: &str = "fluss";
+
+/// The database used when none is named (created on first use).
+pub const DEFAULT_DATABASE: &str = "fluss";
+
+/// How to build a [`FlussSession`].
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The current database at start (created if missing).
+    pub default_database: String,
+    /// DataFusion `target_partitions` (default: number of cores).
+    pub target_partitions: Option<usize>,
+    /// Memory pool limit in bytes (default: unbounded).
+    pub memory_limit: Option<usize>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            default_database: DEFAULT_DATABASE.to_string(),
+            target_partitions: None,
+            memory_limit: None,
+        }
+    }
+}
+
+/// What one statement produced.
+#[derive(Debug, Clone)]
+pub struct StatementResult {
+    /// The result schema (no fields for statements without rows, e.g. DDL).
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl StatementResult {
+    /// A result without rows (DDL, `USE`, `SET`).
+    pub fn empty() -> Self {
+        Self {
+            schema: Arc::new(Schema::empty()),
+            batches: Vec::new(),
+        }
+    }
+
+    /// A result of one batch.
+    pub fn of(batch: RecordBatch) -> Self {
+        Self {
+            schema: batch.schema(),
+            batches: vec![batch],
+        }
+    }
+
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// Whether the statement returns rows at all (as opposed to DDL).
+    pub fn has_columns(&self) -> bool {
+        !self.schema.fields().is_empty()
+    }
+}
+
+/// A SQL session over a LocalStore.
+#[derive(Clone)]
+pub struct FlussSession {
+    ctx: SessionContext,
+    store: Arc<LocalStore>,
+}
+
+impl std::fmt::Debug for FlussSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlussSession")
+            .field("store", &self.store.storage().display_root())
+            .field("database", &self.current_database())
+            .finish()
+    }
+}
+
+impl FlussSession {
+    /// A session with default options (database `fluss`, created if missing).
+    pub async fn new(store: Arc<LocalStore>) -> Result<Self> {
+        Self::with_options(store, SessionOptions::default()).await
+    }
+
+    /// A session with explicit options.
+    pub async fn with_options(store: Arc<LocalStore>, options: SessionOptions) -> Result<Self> {
+        store
+            .create_database(&options.default_database, None, true)
+            .await?;
+        let mut config = SessionConfig::new()
+            .with_information_schema(true)
+            .with_create_default_catalog_and_schema(false)
+            .with_default_catalog_and_schema(CATALOG, &options.default_database);
+        if let Some(n) = options.target_partitions {
+            if n == 0 {
+                return Err(Error::invalid_input("target partitions must be positive"));
+            }
+            config = config.with_target_partitions(n);
+        }
+        let mut runtime = RuntimeEnvBuilder::new();
+        if let Some(limit) = options.memory_limit {
+            runtime = runtime.with_memory_limit(limit, 1.0);
+        }
+        let runtime = runtime.build_arc().map_err(from_datafusion)?;
+        let ctx = SessionContext::new_with_config_rt(config, runtime);
+        ctx.register_catalog(CATALOG, Arc::new(FlussCatalog::new(store.clone())));
+        Ok(Self { ctx, store })
+    }
+
+    /// The DataFusion context (register more tables or catalogs here).
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<LocalStore> {
+        &self.store
+    }
+
+    /// The current database.
+    pub fn current_database(&self) -> String {
+        self.ctx
+            .state()
+            .config()
+            .options()
+            .catalog
+            .default_schema
+            .clone()
+    }
+
+    /// Runs every statement of `sql` (separated by `;`) and returns the rows of the last.
+    pub async fn execute(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        let mut last = Vec::new();
+        for statement in parse::split_statements(sql)? {
+            last = self.execute_statement(&statement).await?.batches;
+        }
+        Ok(last)
+    }
+
+    /// Runs one statement.
+    pub async fn execute_statement(&self, sql: &str) -> Result<StatementResult> {
+        match parse_statement(sql)? {
+            Statement::CreateDatabase(spec) => {
+                self.store
+                    .create_database(&spec.name, spec.comment.as_deref(), spec.if_not_exists)
+                    .await?;
+                Ok(StatementResult::empty())
+            }
+            Statement::CreateTable(spec) => {
+                let path = self.table_path(&spec.name)?;
+                let descriptor = ddl::descriptor(&spec)?;
+                self.store
+                    .create_table(&path, &descriptor, spec.if_not_exists)
+                    .await?;
+                Ok(StatementResult::empty())
+            }
+            Statement::DropTable { names, if_exists } => {
+                for name in names {
+                    let path = self.table_path(&name)?;
+                    self.store.drop_table(&path, if_exists).await?;
+                }
+                Ok(StatementResult::empty())
+            }
+            Statement::DropDatabase {
+                name,
+                if_exists,
+                cascade,
+            } => {
+                let db = database_name(&name)?;
+                if db == self.current_database() {
+                    return Err(Error::invalid_input(format!(
+                        "cannot drop the current database '{db}'; USE another one first"
+                    )));
+                }
+                self.store.drop_database(&db, if_exists, cascade).await?;
+                Ok(StatementResult::empty())
+            }
+            Statement::Insert {
+                table,
+                columns,
+                source,
+            } => {
+                let path = self.table_path(&table)?;
+                dml::insert(self, &path, columns, &source)
+                    .await
+                    .map(StatementResult::of)
+            }
+            Statement::Delete { table, predicate } => {
+                let path = self.table_path(&table)?;
+                dml::delete(self, &path, predicate.as_deref())
+                    .await
+                    .map(StatementResult::of)
+            }
+            Statement::Call { procedure, args } => dml::call(self, &procedure, &args)
+                .await
+                .map(StatementResult::of),
+            Statement::Use { database } => {
+                let db = database_name(&database)?;
+                if !self.store.database_exists(&db).await? {
+                    return Err(Error::not_found(format!("database '{db}' does not exist")));
+                }
+                let state = self.ctx.state_ref();
+                let mut state = state.write();
+                state.config_mut().options_mut().catalog.default_schema = db;
+                Ok(StatementResult::empty())
+            }
+            Statement::ShowDatabases => {
+                let names = self.store.list_databases().await?;
+                let schema = Arc::new(Schema::new(vec![Field::new(
+                    "database",
+                    DataType::Utf8,
+                    false,
+                )]));
+                let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(names))])?;
+                Ok(StatementResult::of(batch))
+            }
+            Statement::Query(sql) => self.query(&sql).await,
+        }
+    }
+
+    /// Runs a statement through DataFusion only.
+    pub async fn query(&self, sql: &str) -> Result<StatementResult> {
+        let df = self.ctx.sql(sql).await.map_err(from_datafusion)?;
+        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await.map_err(from_datafusion)?;
+        Ok(StatementResult { schema, batches })
+    }
+
+    /// Resolves `t`, `db.t` or `fluss.db.t` against the current database.
+    pub fn table_path(&self, name: &[String]) -> Result<TablePath> {
+        match name {
+            [t] => Ok(TablePath::new(self.current_database(), t.as_str())),
+            [db, t] => Ok(TablePath::new(db.as_str(), t.as_str())),
+            [catalog, db, t] if catalog == CATALOG => Ok(TablePath::new(db.as_str(), t.as_str())),
+            _ => Err(Error::invalid_input(format!(
+                "'{}' is not a table of the '{CATALOG}' catalog",
+                name.join(".")
+            ))),
+        }
+    }
+}
+
+/// `db` or `fluss.db`.
+fn database_name(name: &[String]) -> Result<String> {
+    match name {
+        [db] => Ok(db.clone()),
+        [catalog, db] if catalog == CATALOG => Ok(db.clone()),
+        _ => Err(Error::invalid_input(format!(
+            "'{}' is not a database of the '{CATALOG}' catalog",
+            name.join(".")
+        ))),
+    }
+}

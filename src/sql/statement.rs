@@ -1,0 +1,240 @@
+//! Recognising the statements [`super::FlussSession`] runs itself; everything else is
+//! a [`Statement::Query`] for DataFusion.
+
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use super::ddl::{CreateDatabase, CreateTable, parse_create_database, parse_create_table};
+use super::parse::{Cursor, is_keyword};
+use crate::error::{Error, Result};
+
+/// One statement, classified.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// `CREATE DATABASE|SCHEMA`.
+    CreateDatabase(CreateDatabase),
+    /// `CREATE TABLE` in the Fluss catalog.
+    CreateTable(CreateTable),
+    /// `DROP TABLE [IF EXISTS] name [, name]`.
+    DropTable {
+        /// Table names as written.
+        names: Vec<Vec<String>>,
+        /// `IF EXISTS`.
+        if_exists: bool,
+    },
+    /// `DROP DATABASE|SCHEMA [IF EXISTS] name [CASCADE|RESTRICT]`.
+    DropDatabase {
+        /// Database name as written.
+        name: Vec<String>,
+        /// `IF EXISTS`.
+        if_exists: bool,
+        /// `CASCADE`.
+        cascade: bool,
+    },
+    /// `INSERT INTO t [(cols)] <query>`.
+    Insert {
+        /// Table name as written.
+        table: Vec<String>,
+        /// Explicit column list.
+        columns: Option<Vec<String>>,
+        /// The `VALUES` / `SELECT` text.
+        source: String,
+    },
+    /// `DELETE FROM t [WHERE predicate]`.
+    Delete {
+        /// Table name as written.
+        table: Vec<String>,
+        /// The predicate text.
+        predicate: Option<String>,
+    },
+    /// `CALL procedure('arg', ...)`.
+    Call {
+        /// Procedure name as written.
+        procedure: Vec<String>,
+        /// String arguments.
+        args: Vec<String>,
+    },
+    /// `USE [fluss.]database`.
+    Use {
+        /// Database name as written.
+        database: Vec<String>,
+    },
+    /// `SHOW DATABASES` / `SHOW SCHEMAS`.
+    ShowDatabases,
+    /// Anything else, for DataFusion.
+    Query(String),
+}
+
+/// Whether a (possibly qualified) name lives in another catalog than `fluss`.
+fn foreign(name: &[String]) -> bool {
+    name.len() == 3 && name[0] != "fluss"
+}
+
+/// Classifies and parses one statement.
+pub fn parse_statement(sql: &str) -> Result<Statement> {
+    let mut c = Cursor::new(sql)?;
+    let query = || {
+        Ok(Statement::Query(
+            sql.trim().trim_end_matches(';').to_string(),
+        ))
+    };
+    if c.eat_keyword("create") {
+        if c.eat_keyword("database") || c.eat_keyword("schema") {
+            return Ok(Statement::CreateDatabase(parse_create_database(&mut c)?));
+        }
+        if c.eat_keyword("table") {
+            let spec = parse_create_table(&mut c)?;
+            if foreign(&spec.name) {
+                return query();
+            }
+            return Ok(Statement::CreateTable(spec));
+        }
+        return query();
+    }
+    if c.eat_keyword("drop") {
+        if c.eat_keyword("table") {
+            let if_exists = c.eat_keywords(&["if", "exists"]);
+            let mut names = vec![c.object_name()?];
+            while c.eat(&Token::Comma) {
+                names.push(c.object_name()?);
+            }
+            c.expect_end()?;
+            if names.iter().any(|n| foreign(n)) {
+                return query();
+            }
+            return Ok(Statement::DropTable { names, if_exists });
+        }
+        if c.eat_keyword("database") || c.eat_keyword("schema") {
+            let if_exists = c.eat_keywords(&["if", "exists"]);
+            let name = c.object_name()?;
+            let cascade = c.eat_keyword("cascade");
+            if !cascade {
+                c.eat_keyword("restrict");
+            }
+            c.expect_end()?;
+            return Ok(Statement::DropDatabase {
+                name,
+                if_exists,
+                cascade,
+            });
+        }
+        return query();
+    }
+    if c.peek_keyword("insert") {
+        c.next_token();
+        if c.peek_keyword("overwrite") {
+            return Err(Error::unsupported(
+                "INSERT OVERWRITE is not supported (Fluss tables are appended to or upserted)",
+            ));
+        }
+        c.expect_keyword("into")?;
+        let table = c.object_name()?;
+        if foreign(&table) {
+            return query();
+        }
+        // `(a, b)` is a column list unless it starts the query: `(SELECT ...)`.
+        let columns = if matches!(c.peek(), Token::LParen)
+            && !is_keyword(&c.peek_nth(1), "select")
+            && !is_keyword(&c.peek_nth(1), "values")
+            && !is_keyword(&c.peek_nth(1), "with")
+        {
+            Some(c.ident_list()?)
+        } else {
+            None
+        };
+        let source = c.rest();
+        if source.is_empty() {
+            return Err(c.unexpected("VALUES or SELECT"));
+        }
+        return Ok(Statement::Insert {
+            table,
+            columns,
+            source,
+        });
+    }
+    if c.eat_keyword("delete") {
+        c.expect_keyword("from")?;
+        let table = c.object_name()?;
+        if foreign(&table) {
+            return query();
+        }
+        let predicate = if c.eat_keyword("where") {
+            let p = c.rest();
+            if p.is_empty() {
+                return Err(c.unexpected("a predicate"));
+            }
+            Some(p)
+        } else {
+            c.expect_end()?;
+            None
+        };
+        return Ok(Statement::Delete { table, predicate });
+    }
+    if c.eat_keyword("call") {
+        let procedure = c.object_name()?;
+        c.expect(&Token::LParen)?;
+        let mut args = Vec::new();
+        if !c.eat(&Token::RParen) {
+            loop {
+                args.push(c.string()?);
+                if !c.eat(&Token::Comma) {
+                    break;
+                }
+            }
+            c.expect(&Token::RParen)?;
+        }
+        c.expect_end()?;
+        return Ok(Statement::Call { procedure, args });
+    }
+    if c.eat_keyword("use") {
+        let database = c.object_name()?;
+        c.expect_end()?;
+        return Ok(Statement::Use { database });
+    }
+    if c.peek_keyword("show")
+        && (is_keyword(&c.peek_nth(1), "databases") || is_keyword(&c.peek_nth(1), "schemas"))
+    {
+        c.next_token();
+        c.next_token();
+        c.expect_end()?;
+        return Ok(Statement::ShowDatabases);
+    }
+    query()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies() {
+        assert!(matches!(
+            parse_statement("insert into t (a, b) values (1, 2);").unwrap(),
+            Statement::Insert { columns: Some(ref c), ref source, .. }
+                if c == &["a", "b"] && source == "values (1, 2)"
+        ));
+        assert!(matches!(
+            parse_statement("INSERT INTO db.t (SELECT 1)").unwrap(),
+            Statement::Insert { columns: None, .. }
+        ));
+        assert!(matches!(
+            parse_statement("DELETE FROM t WHERE a > 1").unwrap(),
+            Statement::Delete { predicate: Some(ref p), .. } if p == "a > 1"
+        ));
+        assert!(matches!(
+            parse_statement("CALL fluss.tier('db.t')").unwrap(),
+            Statement::Call { ref args, .. } if args == &["db.t"]
+        ));
+        assert!(matches!(
+            parse_statement("SELECT 1").unwrap(),
+            Statement::Query(_)
+        ));
+        assert!(matches!(
+            parse_statement("DROP DATABASE IF EXISTS x CASCADE").unwrap(),
+            Statement::DropDatabase {
+                if_exists: true,
+                cascade: true,
+                ..
+            }
+        ));
+    }
+}
