@@ -1,0 +1,183 @@
+//! Bad input gives a clear error naming the table and the object, never a panic and
+//! never a partial wrong result.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray};
+use datafusion::prelude::SessionContext;
+use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss_datafusion::{FlussCatalog, LocalStore, tier};
+
+fn rows(ids: &[i64]) -> RecordBatch {
+    RecordBatch::try_from_iter(vec![
+        ("id", Arc::new(Int64Array::from(ids.to_vec())) as _),
+        (
+            "name",
+            Arc::new(StringArray::from_iter_values(
+                ids.iter().map(|i| format!("n{i}")),
+            )) as _,
+        ),
+        (
+            "score",
+            Arc::new(Int32Array::from_iter_values(ids.iter().map(|i| *i as i32))) as _,
+        ),
+    ])
+    .unwrap()
+}
+
+async fn setup(
+    pk: bool,
+) -> (
+    tempfile::TempDir,
+    Arc<LocalStore>,
+    SessionContext,
+    TablePath,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        LocalStore::open(dir.path().to_str().unwrap())
+            .await
+            .unwrap(),
+    );
+    store.create_database("db", None, false).await.unwrap();
+    let mut s = Schema::builder()
+        .column("id", DataTypes::bigint())
+        .column("name", DataTypes::string())
+        .column("score", DataTypes::int());
+    if pk {
+        s = s.primary_key(vec!["id"]).unwrap();
+    }
+    let d = TableDescriptor::builder()
+        .schema(s.build().unwrap())
+        .distributed_by(Some(1), vec![])
+        .property("table.datalake.enabled", "true")
+        .build()
+        .unwrap();
+    let path = TablePath::new("db", "t");
+    store.create_table(&path, &d, false).await.unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store.clone())));
+    (dir, store, ctx, path)
+}
+
+async fn error_of(ctx: &SessionContext, sql: &str) -> String {
+    match ctx.sql(sql).await {
+        Err(e) => e.to_string(),
+        Ok(df) => match df.collect().await {
+            Err(e) => e.to_string(),
+            Ok(batches) => panic!("expected an error, got {} batches", batches.len()),
+        },
+    }
+}
+
+fn files_with_extension(root: &std::path::Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn unknown_catalog_database_and_table() {
+    let (_dir, _store, ctx, _) = setup(false).await;
+    assert!(
+        error_of(&ctx, "SELECT * FROM fluss.db.nope")
+            .await
+            .contains("nope")
+    );
+    assert!(
+        error_of(&ctx, "SELECT * FROM fluss.nodb.t")
+            .await
+            .contains("nodb")
+    );
+    assert!(
+        error_of(&ctx, "SELECT * FROM other.db.t")
+            .await
+            .contains("other")
+    );
+    let e = error_of(&ctx, "SELECT * FROM fluss.db.\"t$bogus\"").await;
+    assert!(e.contains("unknown virtual table"), "{e}");
+}
+
+#[tokio::test]
+async fn missing_lake_file_names_table_and_file() {
+    let (dir, store, ctx, path) = setup(false).await;
+    store.append(&path, &rows(&[1, 2, 3])).await.unwrap();
+    tier(&store, &path).await.unwrap();
+    let files = files_with_extension(&dir.path().join("lake/paimon/db.db/t"), "parquet");
+    assert!(!files.is_empty());
+    std::fs::remove_file(&files[0]).unwrap();
+    let e = error_of(&ctx, "SELECT * FROM fluss.db.t").await;
+    assert!(e.contains("lake data file is missing"), "{e}");
+    assert!(e.contains("table: db.t"), "{e}");
+    assert!(
+        e.contains(files[0].file_name().unwrap().to_str().unwrap()),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn corrupt_log_batch_names_table_bucket_file_and_offset() {
+    let (dir, store, ctx, path) = setup(false).await;
+    store.append(&path, &rows(&[1, 2, 3])).await.unwrap();
+    store.append(&path, &rows(&[4, 5])).await.unwrap();
+    let segment = files_with_extension(&dir.path().join("data"), "log")
+        .pop()
+        .unwrap();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0xff; // inside the second batch's Arrow body
+    std::fs::write(&segment, bytes).unwrap();
+    let e = error_of(&ctx, "SELECT * FROM fluss.db.t").await;
+    assert!(e.contains("CRC-32C mismatch"), "{e}");
+    assert!(e.contains("table: db.t"), "{e}");
+    assert!(e.contains("bucket: 0"), "{e}");
+    assert!(e.contains("base_offset: 3"), "{e}");
+    assert!(e.contains("00000000000000000000.log"), "{e}");
+}
+
+#[tokio::test]
+async fn lake_schema_mismatch_is_reported() {
+    let (dir, store, ctx, path) = setup(true).await;
+    store.upsert(&path, &rows(&[1, 2])).await.unwrap();
+    tier(&store, &path).await.unwrap();
+    // Another writer evolved the lake table: column `name` renamed in schema-1.
+    let schema_dir = dir.path().join("lake/paimon/db.db/t/schema");
+    let schema0 = std::fs::read_to_string(schema_dir.join("schema-0")).unwrap();
+    let schema1 = schema0
+        .replace("\"name\":\"name\"", "\"name\":\"nm\"")
+        .replace("\"id\":0,", "\"id\":1,");
+    assert_ne!(schema0, schema1);
+    std::fs::write(schema_dir.join("schema-1"), schema1).unwrap();
+    let e = error_of(&ctx, "SELECT * FROM fluss.db.t").await;
+    assert!(
+        e.contains("lake schema does not match the Fluss schema"),
+        "{e}"
+    );
+    assert!(e.contains("'name'"), "{e}");
+    assert!(e.contains("table: db.t"), "{e}");
+}
+
+#[tokio::test]
+async fn bad_sql_is_an_error() {
+    let (_dir, _store, ctx, _) = setup(false).await;
+    assert!(
+        error_of(&ctx, "SELEC * FROM fluss.db.t")
+            .await
+            .contains("SELEC")
+    );
+    assert!(
+        error_of(&ctx, "SELECT nope FROM fluss.db.t")
+            .await
+            .contains("nope")
+    );
+}
