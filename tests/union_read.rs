@@ -273,3 +273,57 @@ async fn object_store_roots_work_for_writes_and_reads() {
     let out = query(&ctx, "SELECT id, name FROM fluss.db.users ORDER BY id").await;
     assert!(out.contains("| 2  | b2   |"), "{out}");
 }
+
+#[tokio::test]
+async fn point_lookups_by_bucket_key_read_one_bucket() {
+    let (_dir, store, ctx) = setup().await;
+    let path = TablePath::new("db", "users");
+    store
+        .create_table(&path, &descriptor(true, 4), false)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = (1..=40).collect();
+    let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let scores: Vec<i32> = ids.iter().map(|i| *i as i32).collect();
+    store
+        .upsert(&path, &rows(&ids, &names, &scores))
+        .await
+        .unwrap();
+    tier(&store, &path).await.unwrap();
+    store
+        .upsert(&path, &rows(&[7, 8], &["n7b", "n8b"], &[70, 80]))
+        .await
+        .unwrap();
+    let out = query(&ctx, "SELECT id, name FROM fluss.db.users WHERE id = 7").await;
+    assert!(out.contains("| 7  | n7b  |"), "{out}");
+    assert_eq!(out.lines().count(), 5, "{out}");
+    let explain = query(
+        &ctx,
+        "EXPLAIN SELECT id, name FROM fluss.db.users WHERE id = 7",
+    )
+    .await;
+    let line = explain
+        .lines()
+        .find(|l| l.contains("FlussPrimaryKeyScanExec"))
+        .unwrap();
+    assert!(line.contains("lake_splits=1"), "{line}");
+    let out = query(
+        &ctx,
+        "SELECT id, name FROM fluss.db.users WHERE id IN (7, 30) ORDER BY id",
+    )
+    .await;
+    assert!(
+        out.contains("| 7  | n7b  |") && out.contains("| 30 | n30  |"),
+        "{out}"
+    );
+    // every id still found through its own bucket
+    for id in [1, 8, 19, 40] {
+        let out = query(
+            &ctx,
+            &format!("SELECT count(*) AS n FROM fluss.db.users WHERE id = {id}"),
+        )
+        .await;
+        assert!(out.contains("| 1 |"), "id {id}: {out}");
+    }
+}

@@ -35,6 +35,7 @@ use datafusion::physical_optimizer::pruning::PruningPredicate;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
+use datafusion::scalar::ScalarValue;
 
 use super::lake_exec::{FlussLakeMergeExec, parquet_scan};
 use super::log_exec::FlussLogScanExec;
@@ -46,6 +47,9 @@ use crate::lake::paimon_scan::{
 };
 use crate::source::{FlussSource, FlussTable, LocalStore};
 use crate::union::{UnionCut, plan_cut};
+
+/// Decides from a partition name whether the partition can hold matching rows.
+type PartitionPruner = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Which side(s) of a table a provider reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,11 +108,7 @@ impl FlussTableProvider {
     }
 
     /// Compiles the partition filters into a predicate on partition names.
-    fn partition_pruner(
-        &self,
-        state: &dyn Session,
-        filters: &[Expr],
-    ) -> Result<Box<dyn Fn(&str) -> bool + Send + Sync>> {
+    fn partition_pruner(&self, state: &dyn Session, filters: &[Expr]) -> Result<PartitionPruner> {
         let keys = self.partition_keys();
         let partition_filters: Vec<Expr> = filters
             .iter()
@@ -205,6 +205,73 @@ impl FlussTableProvider {
         Ok(Some(plan))
     }
 
+    /// The buckets that can hold rows matching `filters`, when they fix every bucket
+    /// key to literal values (`k = v`, `k IN (...)`); `None` when they do not.
+    fn buckets_for_filters(&self, filters: &[Expr]) -> Result<Option<HashSet<i32>>> {
+        let bucket_keys = self.table.info.get_bucket_keys().to_vec();
+        if bucket_keys.is_empty() {
+            return Ok(None);
+        }
+        let mut values: Vec<Option<Vec<ScalarValue>>> = vec![None; bucket_keys.len()];
+        for filter in filters {
+            for (key, literals) in key_literals(filter) {
+                if let Some(i) = bucket_keys.iter().position(|k| *k == key) {
+                    values[i] = Some(literals);
+                }
+            }
+        }
+        let Some(values) = values.into_iter().collect::<Option<Vec<_>>>() else {
+            return Ok(None);
+        };
+        // every combination of the key values, capped to keep planning cheap
+        let combinations: usize = values.iter().map(Vec::len).product();
+        if combinations == 0 || combinations > 1024 {
+            return Ok(None);
+        }
+        let mut rows: Vec<Vec<ScalarValue>> = vec![Vec::new()];
+        for column in &values {
+            rows = rows
+                .into_iter()
+                .flat_map(|r| {
+                    column.iter().map(move |v| {
+                        let mut r = r.clone();
+                        r.push(v.clone());
+                        r
+                    })
+                })
+                .collect();
+        }
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+        for field in self.schema.fields() {
+            let column = match bucket_keys.iter().position(|k| k == field.name()) {
+                Some(i) => {
+                    let array = ScalarValue::iter_to_array(rows.iter().map(|r| r[i].clone()))?;
+                    match cast(&array, field.data_type()) {
+                        Ok(a) => a,
+                        Err(_) => return Ok(None),
+                    }
+                }
+                None => datafusion::arrow::array::new_null_array(field.data_type(), rows.len()),
+            };
+            columns.push(column);
+        }
+        let relaxed = Arc::new(Schema::new(
+            self.schema
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_nullable(true))
+                .collect::<Vec<_>>(),
+        ));
+        let batch = RecordBatch::try_new(relaxed, columns)?;
+        let mut assigner = crate::source::bucketing::BucketAssigner::new(
+            self.table.info.get_row_type(),
+            &bucket_keys,
+            self.table.info.get_num_buckets(),
+            self.table.configured_lake_format(),
+        )?;
+        Ok(Some(assigner.assign(&batch)?.into_iter().collect()))
+    }
+
     fn source_storage(&self) -> Result<&crate::storage::Storage> {
         self.store
             .as_ref()
@@ -212,6 +279,7 @@ impl FlussTableProvider {
             .ok_or_else(|| Error::unsupported("lake reads need the table's store root"))
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn scan_log_table(
         &self,
         state: &dyn Session,
@@ -368,6 +436,48 @@ impl FlussTableProvider {
     }
 }
 
+/// `(column, literal values)` fixed by a filter: `c = v`, `v = c`, `c IN (v, ...)`,
+/// and conjunctions of those.
+fn key_literals(filter: &Expr) -> Vec<(String, Vec<ScalarValue>)> {
+    use datafusion::logical_expr::{BinaryExpr, Operator};
+    let literal = |e: &Expr| match e {
+        Expr::Literal(v, _) if !v.is_null() => Some(v.clone()),
+        _ => None,
+    };
+    match filter {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::And,
+            right,
+        }) => {
+            let mut out = key_literals(left);
+            out.extend(key_literals(right));
+            out
+        }
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Eq,
+            right,
+        }) => match (left.as_ref(), right.as_ref()) {
+            (Expr::Column(c), other) | (other, Expr::Column(c)) => literal(other)
+                .map(|v| vec![(c.name.clone(), vec![v])])
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
+        Expr::InList(list) if !list.negated => match list.expr.as_ref() {
+            Expr::Column(c) => list
+                .list
+                .iter()
+                .map(literal)
+                .collect::<Option<Vec<_>>>()
+                .map(|v| vec![(c.name.clone(), v)])
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
 fn describe_filter(partition_keys: &[String]) -> impl Fn(&Expr) -> String + '_ {
     move |f: &Expr| {
         let kind = if FlussTableProvider::only_columns(f, partition_keys) {
@@ -495,8 +605,16 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             None
         };
         let keep_partition = self.partition_pruner(state, filters)?;
-        let cut = plan_cut(self.source.as_ref(), &self.table, &*keep_partition, true).await?;
-        let lake = self.plan_lake(&cut, filters, &*keep_partition).await?;
+        let mut cut = plan_cut(self.source.as_ref(), &self.table, &*keep_partition, true).await?;
+        let mut lake = self.plan_lake(&cut, filters, &*keep_partition).await?;
+        // Equality on every bucket key selects the buckets those keys hash to.
+        if let Some(buckets) = self.buckets_for_filters(filters)? {
+            cut.buckets.retain(|b| buckets.contains(&b.location.bucket));
+            if let Some(lake) = lake.as_mut() {
+                lake.splits
+                    .retain(|s| s.bucket < 0 || buckets.contains(&s.bucket));
+            }
+        }
         let projection = projection.cloned();
         let output_schema = match &projection {
             Some(p) => Arc::new(self.schema.project(p)?),
