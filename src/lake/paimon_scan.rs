@@ -121,9 +121,7 @@ fn partition_name(table: &Table, split: &DataSplit) -> Result<Option<String>> {
                 .map_err(lake_err("bad partition value"))?
                 .to_string(),
             PaimonType::Date(_) => {
-                let days = row.get_int(i).map_err(lake_err("bad partition value"))?;
-                let date = chrono_date(days);
-                date
+                chrono_date(row.get_int(i).map_err(lake_err("bad partition value"))?)
             }
             other => {
                 return Err(Error::unsupported(format!(

@@ -6,6 +6,12 @@ use datafusion::error::Result as DfResult;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
+use datafusion::physical_plan::{Partitioning, PlanProperties};
+
+use crate::log::LogReadCounters;
 use crate::union::BucketCut;
 
 /// `0:[10,20) 1:[0,5)` (or `p=2024-01-01/0:[..)`), abbreviated past 16 buckets.
@@ -64,3 +70,57 @@ pub fn limit_stream(
         })
         .boxed()
 }
+
+/// Plan properties of a scan leaf: `partitions` unordered bounded partitions.
+pub fn leaf_properties(schema: &SchemaRef, partitions: usize) -> std::sync::Arc<PlanProperties> {
+    std::sync::Arc::new(PlanProperties::new(
+        EquivalenceProperties::new(schema.clone()),
+        Partitioning::UnknownPartitioning(partitions.max(1)),
+        EmissionType::Incremental,
+        Boundedness::Bounded,
+    ))
+}
+
+/// Log read counters registered as metrics of `partition` (EXPLAIN ANALYZE).
+pub fn log_counters(metrics: &ExecutionPlanMetricsSet, partition: usize) -> LogReadCounters {
+    LogReadCounters {
+        batches_read: MetricBuilder::new(metrics).counter("log_batches_read", partition),
+        batches_skipped: MetricBuilder::new(metrics).counter("log_batches_skipped", partition),
+        rows: MetricBuilder::new(metrics).counter("log_rows", partition),
+        bytes: MetricBuilder::new(metrics).counter("log_bytes", partition),
+    }
+}
+
+/// The `ExecutionPlan` methods every scan leaf here implements the same way: no
+/// children, no expressions, cached properties in `self.properties`.
+macro_rules! leaf_node_methods {
+    () => {
+        fn properties(&self) -> &std::sync::Arc<datafusion::physical_plan::PlanProperties> {
+            &self.properties
+        }
+
+        fn children(&self) -> Vec<&std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+            vec![]
+        }
+
+        fn apply_expressions(
+            &self,
+            _f: &mut dyn FnMut(
+                &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+            ) -> datafusion::error::Result<
+                datafusion::common::tree_node::TreeNodeRecursion,
+            >,
+        ) -> datafusion::error::Result<datafusion::common::tree_node::TreeNodeRecursion> {
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+
+        fn with_new_children(
+            self: std::sync::Arc<Self>,
+            _children: Vec<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>>,
+        ) -> datafusion::error::Result<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>>
+        {
+            Ok(self)
+        }
+    };
+}
+pub(crate) use leaf_node_methods;

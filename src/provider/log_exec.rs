@@ -5,22 +5,18 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::stats::Precision;
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_optimizer::pruning::PruningPredicate;
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-    SendableRecordBatchStream,
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 use futures::{StreamExt, TryStreamExt};
 
-use crate::log::{LogReadCounters, LogReadOptions};
+use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
 use crate::union::BucketCut;
 
@@ -57,13 +53,8 @@ impl FlussLogScanExec {
         snapshot_id: Option<i64>,
         limit: Option<usize>,
     ) -> Self {
-        let partitions = buckets.len().max(1);
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
-            Partitioning::UnknownPartitioning(partitions),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        ));
+        let partitions = buckets.len();
+        let properties = super::describe::leaf_properties(&schema, partitions);
         let exact_rows = predicate.is_none() && !table.info.has_primary_key();
         Self {
             source,
@@ -116,27 +107,7 @@ impl ExecutionPlan for FlussLogScanExec {
         "FlussLogScanExec"
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
-    ) -> DfResult<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        Ok(self)
-    }
+    super::describe::leaf_node_methods!();
 
     fn execute(
         &self,
@@ -150,13 +121,7 @@ impl ExecutionPlan for FlussLogScanExec {
                 futures::stream::empty(),
             )));
         };
-        let counters = LogReadCounters {
-            batches_read: MetricBuilder::new(&self.metrics).counter("log_batches_read", partition),
-            batches_skipped: MetricBuilder::new(&self.metrics)
-                .counter("log_batches_skipped", partition),
-            rows: MetricBuilder::new(&self.metrics).counter("log_rows", partition),
-            bytes: MetricBuilder::new(&self.metrics).counter("log_bytes", partition),
-        };
+        let counters = super::describe::log_counters(&self.metrics, partition);
         let options = LogReadOptions {
             projection: self.projection.clone(),
             predicate: self.predicate.clone(),

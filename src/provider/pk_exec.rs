@@ -16,23 +16,19 @@ use std::sync::Arc;
 
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-    SendableRecordBatchStream,
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 use futures::{StreamExt, TryStreamExt};
 use paimon::table::{DataSplit, Table};
 
 use super::lake_exec::merged_stream;
-use crate::log::{LogReadCounters, LogReadOptions};
+use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, ChangelogFold};
 
@@ -84,12 +80,7 @@ impl FlussPrimaryKeyScanExec {
         filters: Vec<String>,
     ) -> DfResult<Self> {
         let schema = Arc::new(scan_schema.project(&output_positions)?);
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
-            Partitioning::UnknownPartitioning(tasks.len().max(1)),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        ));
+        let properties = super::describe::leaf_properties(&schema, tasks.len());
         Ok(Self {
             source,
             table,
@@ -138,27 +129,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         "FlussPrimaryKeyScanExec"
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
-    ) -> DfResult<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        Ok(self)
-    }
+    super::describe::leaf_node_methods!();
 
     fn execute(
         &self,
@@ -172,13 +143,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
                 futures::stream::empty(),
             )));
         };
-        let counters = LogReadCounters {
-            batches_read: MetricBuilder::new(&self.metrics).counter("log_batches_read", partition),
-            batches_skipped: MetricBuilder::new(&self.metrics)
-                .counter("log_batches_skipped", partition),
-            rows: MetricBuilder::new(&self.metrics).counter("log_rows", partition),
-            bytes: MetricBuilder::new(&self.metrics).counter("log_bytes", partition),
-        };
+        let counters = super::describe::log_counters(&self.metrics, partition);
         let lake_rows = MetricBuilder::new(&self.metrics).counter("lake_rows", partition);
         let dropped = MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition);
         let tail_live = MetricBuilder::new(&self.metrics).counter("tail_live_rows", partition);

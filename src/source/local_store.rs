@@ -305,15 +305,15 @@ impl LocalStore {
             .into_iter()
             .map(str::to_string)
             .collect();
-        if bucket_keys.is_empty() {
-            if let Some(pk) = schema.primary_key() {
-                bucket_keys = pk
-                    .column_names()
-                    .iter()
-                    .filter(|c| !partition_keys.contains(c))
-                    .cloned()
-                    .collect();
-            }
+        if bucket_keys.is_empty()
+            && let Some(pk) = schema.primary_key()
+        {
+            bucket_keys = pk
+                .column_names()
+                .iter()
+                .filter(|c| !partition_keys.contains(c))
+                .cloned()
+                .collect();
         }
         let bucket_count = descriptor
             .table_distribution()
@@ -650,11 +650,11 @@ impl LocalStore {
         bucket: &BucketLocation,
     ) -> Result<&'a mut SegmentWriter> {
         let key = (table.table_id(), bucket.partition_id(), bucket.bucket);
-        if !state.segments.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(entry) = state.segments.entry(key) {
             let dir = self.bucket_dir(table, bucket);
-            let writer =
-                SegmentWriter::open(&self.storage, &dir, self.options.segment_roll_bytes).await?;
-            state.segments.insert(key, writer);
+            entry.insert(
+                SegmentWriter::open(&self.storage, &dir, self.options.segment_roll_bytes).await?,
+            );
         }
         state
             .segments
@@ -684,14 +684,14 @@ impl LocalStore {
         batch: &RecordBatch,
     ) -> Result<BTreeMap<i32, RecordBatch>> {
         let id = table.table_id();
-        if !state.assigners.contains_key(&id) {
+        if let std::collections::hash_map::Entry::Vacant(entry) = state.assigners.entry(id) {
             let assigner = BucketAssigner::new(
                 table.info.get_row_type(),
                 table.info.get_bucket_keys(),
                 table.info.get_num_buckets(),
                 table.configured_lake_format(),
             )?;
-            state.assigners.insert(id, assigner);
+            entry.insert(assigner);
         }
         let assigner = state
             .assigners
@@ -789,9 +789,8 @@ impl LocalStore {
                     bucket,
                 };
                 let key = (table.table_id(), location.partition_id(), bucket);
-                if !state.kv.contains_key(&key) {
-                    let kv = self.replay_state(&table, &location).await?;
-                    state.kv.insert(key, kv);
+                if let std::collections::hash_map::Entry::Vacant(entry) = state.kv.entry(key) {
+                    entry.insert(self.replay_state(&table, &location).await?);
                 }
                 let kv = state
                     .kv
