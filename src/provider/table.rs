@@ -305,7 +305,9 @@ impl FlussTableProvider {
                 &parquet_files,
                 self.schema.clone(),
                 projection.clone(),
-                predicate.clone(),
+                // DataFusion's filter pushdown hands the (inexact) filters to the
+                // parquet source itself; passing them here too would apply them twice.
+                None,
                 limit,
             )? {
                 inputs.push(scan);
