@@ -1,0 +1,611 @@
+//! The data generator: TPC-H-shaped tables (tpchgen-arrow) loaded into a LocalStore
+//! with a chosen share of every table left in the Fluss log tail.
+//!
+//! | table      | kind        | bucket key   | lake part                 | log tail                                  |
+//! |------------|-------------|--------------|---------------------------|-------------------------------------------|
+//! | `lineitem` | log         | `l_orderkey` | first (1 - share) of rows | the remaining share                       |
+//! | `orders`   | log         | `o_orderkey` | first (1 - share) of rows | the remaining share                       |
+//! | `customer` | primary key | `c_custkey`  | first (1 - share) of keys | the remaining keys (new keys) + updates + deletes |
+//! | `part`     | primary key | `p_partkey`  | first (1 - share) of keys | the remaining keys (new keys) + updates + deletes |
+//!
+//! Everything is written through the LocalStore (the same log batches a Fluss tablet
+//! server writes); the table is tiered once, right after its lake part. TPC-H rows are
+//! deterministic by construction; the primary-key tail (which keys are updated or
+//! deleted, and the new values) is deterministic by `seed`.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::arrow::array::{ArrayRef, Decimal128Array, RecordBatch, StringArray, UInt32Array};
+use datafusion::arrow::compute::{cast, concat_batches, take_record_batch};
+use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
+use fluss::metadata::{DataType as FlussType, DataTypes, Schema, TableDescriptor, TablePath};
+use fluss_datafusion::lake::tiering::tier;
+use fluss_datafusion::source::LocalStore;
+use tpchgen::generators::{CustomerGenerator, LineItemGenerator, OrderGenerator, PartGenerator};
+use tpchgen_arrow::{CustomerArrow, LineItemArrow, OrderArrow, PartArrow};
+
+/// Errors of the bench binary: any error, with its context in the message.
+pub type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
+
+/// Adds context to an error.
+pub trait Context<T> {
+    /// Wraps the error with `what`.
+    fn context(self, what: impl FnOnce() -> String) -> BenchResult<T>;
+}
+
+impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
+    fn context(self, what: impl FnOnce() -> String) -> BenchResult<T> {
+        self.map_err(|e| format!("{}: {e}", what()).into())
+    }
+}
+
+/// The database every bench table lives in.
+pub const DATABASE: &str = "bench";
+
+/// Parts the TPC-H generators are split into; the tail share is rounded to 1 / PARTS.
+const PARTS: i32 = 100;
+
+/// Rows gathered before one append (one log batch per bucket touched).
+const APPEND_ROWS: usize = 64 * 1024;
+
+/// A lake format the suite runs on. Every format the library can tier into joins the
+/// suite by adding a variant here (Iceberg when it lands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LakeFormat {
+    /// Apache Paimon (filesystem catalog, parquet).
+    Paimon,
+}
+
+impl LakeFormat {
+    /// Every format the library supports today.
+    pub const ALL: &'static [LakeFormat] = &[LakeFormat::Paimon];
+
+    /// The `table.datalake.format` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            LakeFormat::Paimon => "paimon",
+        }
+    }
+}
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct GenConfig {
+    /// TPC-H scale factor.
+    pub sf: f64,
+    /// Share of each table left in the log tail (0..=1).
+    pub tail_share: f64,
+    /// PK tables: updates of existing keys in the tail, as a share of the tail's size
+    /// (table rows x `tail_share`).
+    pub update_rate: f64,
+    /// PK tables: deletes of existing keys in the tail, relative like `update_rate`.
+    pub delete_rate: f64,
+    /// Seed of the PK tail.
+    pub seed: u64,
+    /// Lake format.
+    pub lake: LakeFormat,
+    /// Log compression (`ZSTD`, `LZ4_FRAME`).
+    pub compression: &'static str,
+}
+
+impl GenConfig {
+    /// Buckets per table: 4, or 2 at small scale.
+    pub fn buckets(&self) -> i32 {
+        if self.sf < 0.05 { 2 } else { 4 }
+    }
+}
+
+/// Rows of one generated table.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TableStats {
+    /// Table name.
+    pub table: String,
+    /// Whether it has a primary key.
+    pub primary_key: bool,
+    /// Rows (log tables) or keys (PK tables) written before tiering.
+    pub lake_rows: usize,
+    /// Rows appended after tiering (log tables) or changes written (PK tables:
+    /// new keys + updates + deletes).
+    pub tail_rows: usize,
+    /// PK tables: updates in the tail.
+    pub tail_updates: usize,
+    /// PK tables: deletes in the tail.
+    pub tail_deletes: usize,
+    /// Rows a union read returns.
+    pub live_rows: usize,
+    /// Lake snapshot committed by the tiering, if any.
+    pub snapshot_id: Option<i64>,
+}
+
+/// A generated store.
+#[derive(Debug)]
+pub struct Dataset {
+    /// Store directory.
+    pub root: PathBuf,
+    /// The open store.
+    pub store: Arc<LocalStore>,
+    /// Per table.
+    pub tables: Vec<TableStats>,
+    /// Seconds spent generating and writing.
+    pub seconds: f64,
+}
+
+impl Dataset {
+    /// Stats of one table.
+    pub fn table(&self, name: &str) -> Option<&TableStats> {
+        self.tables.iter().find(|t| t.table == name)
+    }
+}
+
+/// The splitmix64 generator (same sequence everywhere).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// Fluss type of a tpchgen-arrow column.
+fn fluss_type(dt: &DataType) -> BenchResult<FlussType> {
+    Ok(match dt {
+        DataType::Int64 => DataTypes::bigint(),
+        DataType::Int32 => DataTypes::int(),
+        DataType::Decimal128(p, s) => DataTypes::decimal(*p as u32, *s as u32),
+        DataType::Date32 => DataTypes::date(),
+        DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => DataTypes::string(),
+        other => return Err(format!("no Fluss type for tpchgen column type {other}").into()),
+    })
+}
+
+/// The tpchgen schema with strings as Utf8 (what the Fluss schema maps to).
+fn writable_schema(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(ArrowSchema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Utf8View => Field::new(f.name(), DataType::Utf8, f.is_nullable()),
+                _ => f.as_ref().clone(),
+            })
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// Casts Utf8View columns to Utf8.
+fn to_writable(batch: &RecordBatch) -> BenchResult<RecordBatch> {
+    let schema = writable_schema(&batch.schema());
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| cast(c, f.data_type()))
+        .collect::<Result<Vec<_>, _>>()
+        .context(|| "casting tpchgen columns".into())?;
+    RecordBatch::try_new(schema, columns).context(|| "rebuilding a tpchgen batch".into())
+}
+
+/// The Fluss table descriptor of a tpchgen table.
+pub fn descriptor(
+    arrow: &SchemaRef,
+    key: &str,
+    primary_key: bool,
+    config: &GenConfig,
+) -> BenchResult<TableDescriptor> {
+    let mut schema = Schema::builder();
+    for field in arrow.fields() {
+        schema = schema.column(field.name(), fluss_type(field.data_type())?);
+    }
+    if primary_key {
+        schema = schema
+            .primary_key(vec![key])
+            .context(|| format!("primary key {key}"))?;
+    }
+    let schema = schema
+        .build()
+        .context(|| "building a Fluss schema".into())?;
+    TableDescriptor::builder()
+        .schema(schema)
+        .distributed_by(Some(config.buckets()), vec![key.to_string()])
+        .property("table.datalake.enabled", "true")
+        .property("table.datalake.format", config.lake.name())
+        .property("table.log.arrow.compression.type", config.compression)
+        .build()
+        .context(|| "building a table descriptor".into())
+}
+
+/// One TPC-H table's batches for generator part `part` (1-based) of [`PARTS`].
+fn part_batches(table: &str, sf: f64, part: i32) -> BenchResult<Vec<RecordBatch>> {
+    let batches: Vec<RecordBatch> = match table {
+        "lineitem" => LineItemArrow::new(LineItemGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)
+            .collect::<Result<_, _>>()
+            .context(|| format!("generating {table}"))?,
+        "orders" => OrderArrow::new(OrderGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)
+            .collect::<Result<_, _>>()
+            .context(|| format!("generating {table}"))?,
+        "customer" => CustomerArrow::new(CustomerGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)
+            .collect::<Result<_, _>>()
+            .context(|| format!("generating {table}"))?,
+        "part" => PartArrow::new(PartGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)
+            .collect::<Result<_, _>>()
+            .context(|| format!("generating {table}"))?,
+        other => return Err(format!("unknown TPC-H table {other}").into()),
+    };
+    batches.iter().map(to_writable).collect()
+}
+
+/// The arrow schema of a TPC-H table (strings as Utf8).
+pub fn table_schema(table: &str) -> BenchResult<SchemaRef> {
+    Ok(writable_schema(&match table {
+        "lineitem" => LineItemArrow::schema_ref(),
+        "orders" => OrderArrow::schema_ref(),
+        "customer" => CustomerArrow::schema_ref(),
+        "part" => PartArrow::schema_ref(),
+        other => return Err(format!("unknown TPC-H table {other}").into()),
+    }))
+}
+
+/// Parts (of [`PARTS`]) that go to the lake for a tail share.
+fn lake_parts(tail_share: f64) -> i32 {
+    ((1.0 - tail_share.clamp(0.0, 1.0)) * PARTS as f64).round() as i32
+}
+
+/// Buffers batches and appends them in chunks of about [`APPEND_ROWS`] rows.
+struct Appender<'a> {
+    store: &'a LocalStore,
+    path: TablePath,
+    pending: Vec<RecordBatch>,
+    rows: usize,
+    written: usize,
+}
+
+impl Appender<'_> {
+    async fn push(&mut self, batch: RecordBatch) -> BenchResult<()> {
+        self.rows += batch.num_rows();
+        self.pending.push(batch);
+        if self.rows >= APPEND_ROWS {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> BenchResult<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let schema = self.pending[0].schema();
+        let batch = concat_batches(&schema, &self.pending).context(|| "concat".into())?;
+        self.store
+            .append(&self.path, &batch)
+            .await
+            .context(|| format!("appending to {}", self.path))?;
+        self.written += batch.num_rows();
+        self.pending.clear();
+        self.rows = 0;
+        Ok(())
+    }
+}
+
+/// Writes a log table: lake part, tier, tail.
+async fn load_log_table(
+    store: &LocalStore,
+    table: &str,
+    key: &str,
+    config: &GenConfig,
+) -> BenchResult<TableStats> {
+    let path = TablePath::new(DATABASE, table);
+    let schema = table_schema(table)?;
+    store
+        .create_table(&path, &descriptor(&schema, key, false, config)?, false)
+        .await
+        .context(|| format!("creating {path}"))?;
+    let mut appender = Appender {
+        store,
+        path: path.clone(),
+        pending: Vec::new(),
+        rows: 0,
+        written: 0,
+    };
+    let lake_parts = lake_parts(config.tail_share);
+    let mut stats = TableStats {
+        table: table.to_string(),
+        ..Default::default()
+    };
+    for part in 1..=PARTS {
+        for batch in part_batches(table, config.sf, part)? {
+            appender.push(batch).await?;
+        }
+        if part == lake_parts {
+            appender.flush().await?;
+            stats.lake_rows = appender.written;
+            stats.snapshot_id = tier(store, &path)
+                .await
+                .context(|| format!("tiering {path}"))?
+                .snapshot_id;
+        }
+    }
+    appender.flush().await?;
+    stats.tail_rows = appender.written - stats.lake_rows;
+    stats.live_rows = appender.written;
+    Ok(stats)
+}
+
+/// Rows of `batch` at `rows` (indexes).
+fn take(batch: &RecordBatch, rows: &[u32]) -> BenchResult<RecordBatch> {
+    take_record_batch(batch, &UInt32Array::from(rows.to_vec())).context(|| "take".into())
+}
+
+/// A copy of `batch` with decimal column `column` replaced by new deterministic values
+/// and the string column `comment` marked as updated.
+fn updated_values(
+    batch: &RecordBatch,
+    column: &str,
+    comment: &str,
+    rng: &mut SplitMix64,
+) -> BenchResult<RecordBatch> {
+    let schema = batch.schema();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let i = schema.index_of(column).context(|| column.to_string())?;
+    let values: Vec<i128> = (0..batch.num_rows())
+        .map(|_| rng.below(1_000_000) as i128 - 99_999)
+        .collect();
+    columns[i] = Arc::new(
+        Decimal128Array::from(values)
+            .with_precision_and_scale(15, 2)
+            .context(|| "decimal".into())?,
+    );
+    let j = schema.index_of(comment).context(|| comment.to_string())?;
+    columns[j] = Arc::new(StringArray::from_iter_values(
+        (0..batch.num_rows()).map(|k| format!("updated by the bench tail #{k}")),
+    ));
+    RecordBatch::try_new(schema, columns).context(|| "updated batch".into())
+}
+
+/// Writes a PK table: the lake's keys, tier, then new keys + updates + deletes.
+async fn load_pk_table(
+    store: &LocalStore,
+    table: &str,
+    key: &str,
+    value: &str,
+    comment: &str,
+    config: &GenConfig,
+    seed: u64,
+) -> BenchResult<TableStats> {
+    let path = TablePath::new(DATABASE, table);
+    let schema = table_schema(table)?;
+    store
+        .create_table(&path, &descriptor(&schema, key, true, config)?, false)
+        .await
+        .context(|| format!("creating {path}"))?;
+    let lake_parts = lake_parts(config.tail_share);
+    let mut lake = Vec::new();
+    let mut tail = Vec::new();
+    for part in 1..=PARTS {
+        let batches = part_batches(table, config.sf, part)?;
+        if part <= lake_parts {
+            lake.extend(batches);
+        } else {
+            tail.extend(batches);
+        }
+    }
+    let all =
+        concat_batches(&schema, lake.iter().chain(tail.iter())).context(|| "concat".into())?;
+    let lake_rows: usize = lake.iter().map(|b| b.num_rows()).sum();
+    let total = all.num_rows();
+    let mut stats = TableStats {
+        table: table.to_string(),
+        primary_key: true,
+        lake_rows,
+        ..Default::default()
+    };
+    for chunk in lake.chunks(4) {
+        let batch = concat_batches(&schema, chunk).context(|| "concat".into())?;
+        store
+            .upsert(&path, &batch)
+            .await
+            .context(|| format!("upserting into {path}"))?;
+    }
+    if lake_rows > 0 {
+        stats.snapshot_id = tier(store, &path)
+            .await
+            .context(|| format!("tiering {path}"))?
+            .snapshot_id;
+    }
+    // The tail: the remaining keys as inserts, interleaved with updates and deletes of
+    // keys written before them, in chunks so the changelog mixes all three.
+    let new_rows = total - lake_rows;
+    let tail_size = ((total as f64) * config.tail_share).round() as usize;
+    let updates = ((tail_size as f64) * config.update_rate).round() as usize;
+    let deletes = ((tail_size as f64) * config.delete_rate).round() as usize;
+    let mut rng = SplitMix64::new(seed);
+    let chunks = 8usize;
+    let mut deleted = std::collections::HashSet::new();
+    let mut written = lake_rows;
+    for c in 0..chunks {
+        let lo = lake_rows + new_rows * c / chunks;
+        let hi = lake_rows + new_rows * (c + 1) / chunks;
+        if hi > lo {
+            let rows: Vec<u32> = (lo as u32..hi as u32).collect();
+            store
+                .upsert(&path, &take(&all, &rows)?)
+                .await
+                .context(|| format!("upserting new keys into {path}"))?;
+            written = hi;
+            stats.tail_rows += rows.len();
+        }
+        if written == 0 {
+            continue;
+        }
+        let n_upd = updates * (c + 1) / chunks - updates * c / chunks;
+        let rows: Vec<u32> = (0..n_upd)
+            .map(|_| rng.below(written as u64) as u32)
+            .filter(|r| !deleted.contains(r))
+            .collect();
+        if !rows.is_empty() {
+            let batch = updated_values(&take(&all, &rows)?, value, comment, &mut rng)?;
+            store
+                .upsert(&path, &batch)
+                .await
+                .context(|| format!("updating {path}"))?;
+            stats.tail_rows += rows.len();
+            stats.tail_updates += rows.len();
+        }
+        let n_del = deletes * (c + 1) / chunks - deletes * c / chunks;
+        let mut rows: Vec<u32> = (0..n_del)
+            .map(|_| rng.below(written as u64) as u32)
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        if !rows.is_empty() {
+            store
+                .delete(&path, &take(&all, &rows)?)
+                .await
+                .context(|| format!("deleting from {path}"))?;
+            stats.tail_rows += rows.len();
+            stats.tail_deletes += rows.len();
+            deleted.extend(rows);
+        }
+    }
+    stats.live_rows = total - deleted.len();
+    Ok(stats)
+}
+
+/// Generates a store at `root` (which must not exist yet or be empty).
+pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
+    let start = Instant::now();
+    std::fs::create_dir_all(root).context(|| format!("creating {}", root.display()))?;
+    let location = root
+        .to_str()
+        .ok_or_else(|| format!("non-UTF-8 path {}", root.display()))?;
+    let store = Arc::new(
+        LocalStore::open(location)
+            .await
+            .context(|| format!("opening a LocalStore at {location}"))?,
+    );
+    store
+        .create_database(DATABASE, None, true)
+        .await
+        .context(|| "creating the bench database".into())?;
+    let mut tables = vec![
+        load_log_table(&store, "lineitem", "l_orderkey", config).await?,
+        load_log_table(&store, "orders", "o_orderkey", config).await?,
+    ];
+    tables.push(
+        load_pk_table(
+            &store,
+            "customer",
+            "c_custkey",
+            "c_acctbal",
+            "c_comment",
+            config,
+            config.seed,
+        )
+        .await?,
+    );
+    tables.push(
+        load_pk_table(
+            &store,
+            "part",
+            "p_partkey",
+            "p_retailprice",
+            "p_comment",
+            config,
+            config.seed ^ 0x9A47,
+        )
+        .await?,
+    );
+    Ok(Dataset {
+        root: root.to_path_buf(),
+        store,
+        tables,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Writes `rows` lineitem rows (the first generator parts at `sf`) into two tail-only
+/// log tables, `lineitem_zstd` and `lineitem_lz4`, for the log decode benchmark.
+pub async fn generate_decode_tables(
+    root: &Path,
+    sf: f64,
+    rows: usize,
+) -> BenchResult<(Arc<LocalStore>, usize)> {
+    std::fs::create_dir_all(root).context(|| format!("creating {}", root.display()))?;
+    let location = root
+        .to_str()
+        .ok_or_else(|| format!("non-UTF-8 path {}", root.display()))?;
+    let store = Arc::new(
+        LocalStore::open(location)
+            .await
+            .context(|| format!("opening a LocalStore at {location}"))?,
+    );
+    store
+        .create_database(DATABASE, None, true)
+        .await
+        .context(|| "creating the bench database".into())?;
+    let schema = table_schema("lineitem")?;
+    let mut written = 0;
+    for (name, compression) in [("lineitem_zstd", "ZSTD"), ("lineitem_lz4", "LZ4_FRAME")] {
+        let config = GenConfig {
+            sf,
+            tail_share: 1.0,
+            update_rate: 0.0,
+            delete_rate: 0.0,
+            seed: 0,
+            lake: LakeFormat::Paimon,
+            compression,
+        };
+        let path = TablePath::new(DATABASE, name);
+        store
+            .create_table(
+                &path,
+                &descriptor(&schema, "l_orderkey", false, &config)?,
+                false,
+            )
+            .await
+            .context(|| format!("creating {path}"))?;
+        let mut appender = Appender {
+            store: &store,
+            path,
+            pending: Vec::new(),
+            rows: 0,
+            written: 0,
+        };
+        'parts: for part in 1..=PARTS {
+            for batch in part_batches("lineitem", sf, part)? {
+                let left = rows - appender.written - appender.rows;
+                if left == 0 {
+                    break 'parts;
+                }
+                appender
+                    .push(batch.slice(0, batch.num_rows().min(left)))
+                    .await?;
+            }
+        }
+        appender.flush().await?;
+        written = appender.written;
+    }
+    Ok((store, written))
+}
