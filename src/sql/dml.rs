@@ -9,6 +9,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::logical_expr::{Expr, cast};
 use fluss::metadata::TablePath;
 
 use super::FlussSession;
@@ -78,24 +79,31 @@ pub async fn insert(
         }
         None => table_columns,
     };
-    let rows = collect_one(session, source).await?;
-    if rows.num_columns() != targets.len() {
+    let target_schema = table.schemas.latest()?.arrow.clone();
+    let df = session
+        .context()
+        .sql(source)
+        .await
+        .map_err(from_datafusion)?;
+    let sources = df.schema().columns();
+    if sources.len() != targets.len() {
         return Err(Error::invalid_input(format!(
             "INSERT into '{path}' has {} value column(s) for {} target column(s) ({})",
-            rows.num_columns(),
+            sources.len(),
             targets.len(),
             targets.join(", ")
         )));
     }
-    // Positional: the i-th value column is written to the i-th target column.
-    let fields: Vec<Field> = rows
-        .schema()
-        .fields()
-        .iter()
-        .zip(&targets)
-        .map(|(f, name)| Field::new(name, f.data_type().clone(), true))
-        .collect();
-    let renamed = RecordBatch::try_new(Arc::new(Schema::new(fields)), rows.columns().to_vec())?;
+    // Positional: the i-th value column is cast to the i-th target column's type.
+    let mut exprs = Vec::with_capacity(targets.len());
+    for (column, name) in sources.into_iter().zip(&targets) {
+        let field = target_schema.field_with_name(name)?;
+        exprs.push(cast(Expr::Column(column), field.data_type().clone()).alias(name));
+    }
+    let df = df.select(exprs).map_err(from_datafusion)?;
+    let schema = Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await.map_err(from_datafusion)?;
+    let renamed = concat_batches(&schema, &batches)?;
     if renamed.num_rows() == 0 {
         return count_batch(0);
     }

@@ -40,7 +40,9 @@ fn with_kind_prefix(default: ErrorKind, message: &str) -> Error {
 fn find_crate_error(e: &DataFusionError) -> Option<&Error> {
     match e {
         DataFusionError::External(inner) => inner.downcast_ref::<Error>(),
-        DataFusionError::Context(_, inner) => find_crate_error(inner),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            find_crate_error(inner)
+        }
         DataFusionError::Shared(inner) => find_crate_error(inner),
         DataFusionError::Collection(errors) => errors.first().and_then(find_crate_error),
         _ => None,
@@ -55,7 +57,9 @@ fn kind_of(e: &DataFusionError) -> ErrorKind {
         | DataFusionError::Configuration(_) => ErrorKind::InvalidInput,
         DataFusionError::NotImplemented(_) => ErrorKind::FeatureUnsupported,
         DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => ErrorKind::Io,
-        DataFusionError::Context(_, inner) => kind_of(inner),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            kind_of(inner)
+        }
         DataFusionError::Shared(inner) => kind_of(inner),
         DataFusionError::Collection(errors) => errors.first().map_or(ErrorKind::Internal, kind_of),
         DataFusionError::ArrowError(..) | DataFusionError::ParquetError(..) => {
@@ -77,6 +81,7 @@ fn message_of(e: &DataFusionError) -> String {
         DataFusionError::NotImplemented(m) => format!("not supported: {m}"),
         DataFusionError::Configuration(m) => format!("invalid setting: {m}"),
         DataFusionError::Context(ctx, inner) => format!("{ctx}: {}", message_of(inner)),
+        DataFusionError::Diagnostic(_, inner) => message_of(inner),
         DataFusionError::Shared(inner) => message_of(inner),
         DataFusionError::Collection(errors) => errors
             .first()

@@ -151,7 +151,8 @@ impl FlussSession {
             runtime = runtime.with_memory_limit(limit, 1.0);
         }
         let runtime = runtime.build_arc().map_err(from_datafusion)?;
-        let ctx = SessionContext::new_with_config_rt(config, runtime);
+        // `SELECT * FROM 'file.parquet'` reads files directly (backfill checks).
+        let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
         ctx.register_catalog(CATALOG, Arc::new(FlussCatalog::new(store.clone())));
         Ok(Self { ctx, store })
     }

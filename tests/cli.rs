@@ -1,0 +1,262 @@
+//! The `fluss-sql` binary end to end: output formats, meta-commands, DDL/DML, errors,
+//! COPY backfill, the demo, and an interactive session in a pseudo-terminal.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fluss-sql");
+
+/// Output of one run of the binary.
+struct Run {
+    stdout: String,
+    stderr: String,
+    ok: bool,
+}
+
+fn run(store: &Path, args: &[&str]) -> Run {
+    let output = Command::new(BIN)
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env("FLUSS_SQL_HISTORY", store.join("history"))
+        .output()
+        .expect("the binary runs");
+    Run {
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        ok: output.status.success(),
+    }
+}
+
+/// Runs SQL that must succeed, quietly.
+fn sql(store: &Path, statements: &str) -> String {
+    let r = run(store, &["-q", "-c", statements]);
+    assert!(r.ok, "{statements} failed: {}", r.stderr);
+    r.stdout
+}
+
+/// A store with a primary-key table and a log table, each with a lake snapshot and a
+/// log tail (updates and deletes on the PK table).
+fn small_store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    sql(
+        dir.path(),
+        "CREATE TABLE items (id BIGINT, name STRING, price DECIMAL(10, 2), \
+           PRIMARY KEY (id) NOT ENFORCED) \
+           WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true');
+         INSERT INTO items VALUES (1, 'apple', 1.50), (2, 'pear', 2.25), (3, 'fig', 3.00);
+         CALL fluss.tier('items');
+         INSERT INTO items VALUES (2, 'pear', 2.40), (4, 'kiwi', 0.99);
+         DELETE FROM items WHERE id = 3;
+         CREATE TABLE events (id BIGINT NOT NULL, kind STRING, day DATE) \
+           WITH ('bucket.num' = '2', 'bucket.key' = 'id', 'table.datalake.enabled' = 'true');
+         INSERT INTO events VALUES (1, 'click', DATE '2024-01-01'), (2, 'view', DATE '2024-01-02'), \
+           (3, 'click', DATE '2024-01-03');
+         CALL fluss.tier('fluss.events');
+         INSERT INTO events VALUES (4, 'buy', DATE '2024-01-04'), (5, 'click', DATE '2024-01-05');",
+    );
+    dir
+}
+
+const ITEMS: &str = "SELECT id, name, price FROM items ORDER BY id";
+
+#[test]
+fn formats() {
+    let store = small_store();
+    for format in ["table", "csv", "tsv", "json", "ndjson"] {
+        let r = run(store.path(), &["-q", "--format", format, "-c", ITEMS]);
+        assert!(r.ok, "{}", r.stderr);
+        insta::assert_snapshot!(format!("format_{format}"), r.stdout);
+    }
+}
+
+#[test]
+fn maxrows_limits_the_table() {
+    let store = small_store();
+    let r = run(store.path(), &["-q", "--maxrows", "2", "-c", ITEMS]);
+    assert!(r.ok, "{}", r.stderr);
+    insta::assert_snapshot!("maxrows", r.stdout);
+}
+
+#[test]
+fn describe() {
+    let store = small_store();
+    let r = run(store.path(), &["-q", "-c", "\\d"]);
+    assert!(r.ok, "{}", r.stderr);
+    insta::assert_snapshot!("describe_all", r.stdout);
+    let r = run(store.path(), &["-q", "-c", "\\d items", "-c", "\\d events"]);
+    assert!(r.ok, "{}", r.stderr);
+    insta::assert_snapshot!("describe_tables", r.stdout);
+}
+
+#[test]
+fn ddl_and_dml() {
+    let store = small_store();
+    let out = sql(
+        store.path(),
+        "CREATE DATABASE IF NOT EXISTS shop;
+         USE shop;
+         CREATE TABLE IF NOT EXISTS t (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket.num' = '3');
+         INSERT INTO t (k, v) SELECT id, name FROM fluss.fluss.items;
+         DELETE FROM t WHERE v LIKE 'p%';
+         SELECT * FROM t ORDER BY k;
+         SHOW DATABASES;",
+    );
+    insta::assert_snapshot!("ddl_and_dml", out);
+    let out = sql(
+        store.path(),
+        "DROP TABLE shop.t; DROP DATABASE shop CASCADE; SHOW DATABASES",
+    );
+    assert!(!out.contains("shop"), "{out}");
+    // information_schema works through DataFusion
+    let out = sql(store.path(), "SHOW TABLES");
+    assert!(
+        out.contains("| fluss         | fluss              | items "),
+        "{out}"
+    );
+}
+
+#[test]
+fn union_reads_and_lake_only() {
+    let store = small_store();
+    let out = sql(
+        store.path(),
+        "SELECT (SELECT count(*) FROM events) AS union_rows, \
+                (SELECT count(*) FROM \"events$lake\") AS lake_rows, \
+                (SELECT sum(price) FROM items) AS total",
+    );
+    insta::assert_snapshot!("union_counts", out);
+}
+
+fn assert_one_line_error(r: &Run) -> String {
+    assert!(!r.ok, "expected failure, got: {}", r.stdout);
+    let line = r.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "not one line: {line}");
+    assert!(line.starts_with("Error: "), "{line}");
+    assert!(
+        !line.contains("backtrace") && !line.contains("{ "),
+        "{line}"
+    );
+    line.to_string()
+}
+
+#[test]
+fn errors_are_one_line_and_fail() {
+    let store = small_store();
+    let bad_sql = assert_one_line_error(&run(store.path(), &["-q", "-c", "SELEC 1"]));
+    let unknown = assert_one_line_error(&run(store.path(), &["-q", "-c", "SELECT * FROM nope"]));
+    let log_delete = assert_one_line_error(&run(
+        store.path(),
+        &["-q", "-c", "DELETE FROM events WHERE id = 1"],
+    ));
+    let bad_type = assert_one_line_error(&run(
+        store.path(),
+        &["-q", "-c", "CREATE TABLE g (a GEOMETRY)"],
+    ));
+    let bad_cast = assert_one_line_error(&run(
+        store.path(),
+        &["-q", "-c", "INSERT INTO items VALUES ('x', 'y', 1)"],
+    ));
+    insta::assert_snapshot!(
+        "errors",
+        [bad_sql, unknown, log_delete, bad_type, bad_cast].join("\n")
+    );
+    // the statements after a failing one do not run
+    let r = run(store.path(), &["-q", "-c", "SELECT nope", "-c", "SELECT 1"]);
+    assert!(!r.ok && r.stdout.is_empty(), "{}", r.stdout);
+}
+
+#[test]
+fn unreachable_store_fails() {
+    let store = tempfile::tempdir().expect("temp dir");
+    let file = store.path().join("a-file");
+    std::fs::write(&file, b"x").expect("write");
+    let r = run(&file.join("store"), &["-q", "-c", "SELECT 1"]);
+    let line = assert_one_line_error(&r);
+    assert!(line.contains("store"), "{line}");
+}
+
+#[test]
+fn copy_backfills_union_tables_to_parquet() {
+    let store = small_store();
+    let out = store.path().join("events.parquet");
+    let out = out.to_str().expect("utf-8 path");
+    let copied = sql(
+        store.path(),
+        &format!("COPY (SELECT * FROM events WHERE day >= DATE '2024-01-02') TO '{out}'"),
+    );
+    assert!(copied.contains("| 4     |"), "{copied}");
+    let read = sql(
+        store.path(),
+        &format!("SELECT id, kind, day FROM '{out}' ORDER BY id"),
+    );
+    insta::assert_snapshot!("copy_parquet", read);
+}
+
+#[test]
+fn demo_runs_commands() {
+    let store = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "-q",
+        "--demo",
+        "--demo-scale",
+        "0.01",
+        "-c",
+        "SELECT count(*) FROM orders",
+    ];
+    let r = run(store.path(), &args);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(r.stdout.contains("| 150      |"), "{}", r.stdout);
+    // idempotent: a second run leaves the dataset alone
+    let r = run(store.path(), &args);
+    assert!(r.ok && r.stdout.contains("| 150      |"), "{}", r.stdout);
+    let r = run(
+        store.path(),
+        &[
+            "-q",
+            "--format",
+            "csv",
+            "-c",
+            "SELECT (SELECT count(*) FROM customer) AS customers, \
+                    (SELECT count(*) FROM \"customer$lake\") AS lake_customers, \
+                    (SELECT count(*) FROM nation) AS nations",
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    insta::assert_snapshot!("demo_counts", r.stdout);
+}
+
+#[test]
+fn interactive_shell_in_a_pty() {
+    let store = small_store();
+    let mut command = Command::new(BIN);
+    command
+        .arg("--store")
+        .arg(store.path())
+        .env("FLUSS_SQL_HISTORY", store.path().join("history"))
+        .env("TERM", "dumb");
+    let start = Instant::now();
+    let mut shell = rexpect::session::spawn_command(command, Some(30_000)).expect("spawn");
+    shell.exp_string("fluss:fluss> ").expect("prompt");
+    eprintln!(
+        "start-up to prompt (debug build, existing store): {:?}",
+        start.elapsed()
+    );
+    shell.send_line("SELECT 40 + 2 AS answer;").expect("send");
+    shell.exp_string("42").expect("result");
+    shell.exp_string("1 row").expect("row count");
+    // a statement over two lines runs once the `;` arrives
+    shell.send_line("SELECT name FROM items").expect("send");
+    shell.send_line("WHERE id = 4;").expect("send");
+    shell.exp_string("kiwi").expect("multi-line result");
+    // errors keep the shell running
+    shell.send_line("SELECT * FROM nope;").expect("send");
+    shell.exp_string("Error: ").expect("error");
+    shell.send_line("\\q").expect("quit");
+    shell.exp_eof().expect("exit");
+    assert!(
+        store.path().join("history").exists(),
+        "history file written"
+    );
+}
