@@ -72,6 +72,28 @@ fn lake_err(message: &str) -> impl FnOnce(paimon::Error) -> Error {
     move |e| Error::new(ErrorKind::Lake, message).with_source(e)
 }
 
+/// Plans of immutable snapshots, keyed by warehouse, table, snapshot and filters.
+static PLAN_CACHE: std::sync::LazyLock<std::sync::Mutex<HashMap<String, PaimonSnapshotPlan>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Most plans kept; the cache is emptied when it would grow past this.
+const PLAN_CACHE_ENTRIES: usize = 128;
+
+/// A cached plan for `key`, if one was made in this process.
+pub fn cached_plan(key: &str) -> Option<PaimonSnapshotPlan> {
+    PLAN_CACHE.lock().ok()?.get(key).cloned()
+}
+
+/// Remembers the plan of a snapshot (snapshots never change once committed).
+pub fn cache_plan(key: String, plan: &PaimonSnapshotPlan) {
+    if let Ok(mut cache) = PLAN_CACHE.lock() {
+        if cache.len() >= PLAN_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(key, plan.clone());
+    }
+}
+
 /// Pins `table` to `snapshot_id`.
 pub async fn pin_snapshot(table: &Table, snapshot_id: i64) -> Result<Table> {
     table

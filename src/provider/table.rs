@@ -156,20 +156,6 @@ impl FlussTableProvider {
         };
         let lake = PaimonLake::for_table(self.source_storage()?, &self.table)?;
         let name = self.table.path.to_string();
-        let Some(lake_table) = lake
-            .table(self.table.path.database(), self.table.path.table())
-            .await?
-        else {
-            return Err(Error::not_found(
-                "the table's lake snapshot is registered but the lake table is missing",
-            )
-            .with_context("table", &name)
-            .with_context("snapshot", snapshot.snapshot_id));
-        };
-        check_lake_schema(&lake_table, &self.schema).map_err(|e| e.with_context("table", &name))?;
-        let pinned = pin_snapshot(&lake_table, snapshot.snapshot_id)
-            .await
-            .map_err(|e| e.with_context("table", &name))?;
         let is_pk = self.table.info.has_primary_key();
         // On PK tables only key and partition filters may prune the lake (DESIGN.md).
         let mut safe_columns = self.partition_keys();
@@ -188,10 +174,40 @@ impl FlussTableProvider {
             .filter(|f| Self::only_columns(f, &safe_columns))
             .cloned()
             .collect();
-        let predicate = to_paimon_predicate(&pinned, &lake_filters, &safe_columns);
-        let mut plan = plan_snapshot(pinned, snapshot.snapshot_id, predicate, is_pk)
-            .await
-            .map_err(|e| e.with_context("table", &name))?;
+        // A snapshot never changes: its plan for the same filters can be reused.
+        let cache_key = format!(
+            "{}|{}|{}|{:?}",
+            lake.warehouse(),
+            name,
+            snapshot.snapshot_id,
+            lake_filters
+        );
+        let mut plan = match crate::lake::paimon_scan::cached_plan(&cache_key) {
+            Some(plan) => plan,
+            None => {
+                let Some(lake_table) = lake
+                    .table(self.table.path.database(), self.table.path.table())
+                    .await?
+                else {
+                    return Err(Error::not_found(
+                        "the table's lake snapshot is registered but the lake table is missing",
+                    )
+                    .with_context("table", &name)
+                    .with_context("snapshot", snapshot.snapshot_id));
+                };
+                check_lake_schema(&lake_table, &self.schema)
+                    .map_err(|e| e.with_context("table", &name))?;
+                let pinned = pin_snapshot(&lake_table, snapshot.snapshot_id)
+                    .await
+                    .map_err(|e| e.with_context("table", &name))?;
+                let predicate = to_paimon_predicate(&pinned, &lake_filters, &safe_columns);
+                let plan = plan_snapshot(pinned, snapshot.snapshot_id, predicate, is_pk)
+                    .await
+                    .map_err(|e| e.with_context("table", &name))?;
+                crate::lake::paimon_scan::cache_plan(cache_key, &plan);
+                plan
+            }
+        };
         plan.splits
             .retain(|s| s.partition_name.as_deref().is_none_or(keep_partition));
         for split in &plan.splits {

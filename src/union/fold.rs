@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use datafusion::arrow::array::{BooleanArray, RecordBatch};
 use datafusion::arrow::compute::interleave_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
+use datafusion::arrow::row::{RowConverter, SortField};
 use fluss::record::ChangeType;
 
 use crate::error::Result;
@@ -24,7 +24,9 @@ pub struct ChangelogFold {
     key_columns: Vec<usize>,
     converter: RowConverter,
     batches: Vec<RecordBatch>,
-    latest: HashMap<OwnedRow, Option<(usize, usize)>>,
+    /// Row-format key bytes -> last upsert (batch, row), `None` once deleted. Keys are
+    /// looked up by `&[u8]`, so probing lake rows allocates nothing per row.
+    latest: HashMap<Box<[u8]>, Option<(usize, usize)>>,
     records: usize,
 }
 
@@ -60,7 +62,7 @@ impl ChangelogFold {
                 ChangeType::UpdateBefore | ChangeType::Delete => None,
                 _ => Some((index, row)),
             };
-            self.latest.insert(keys.row(row).owned(), value);
+            self.latest.insert(keys.row(row).as_ref().into(), value);
         }
         self.records += change_types.len();
         Ok(())
@@ -88,7 +90,7 @@ impl ChangelogFold {
             .collect();
         let keys = self.converter.convert_columns(&columns)?;
         Ok((0..lake.num_rows())
-            .map(|i| Some(!self.latest.contains_key(&keys.row(i).owned())))
+            .map(|i| Some(!self.latest.contains_key(keys.row(i).as_ref())))
             .collect())
     }
 
