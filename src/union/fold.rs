@@ -9,60 +9,94 @@
 
 use std::collections::HashMap;
 
-use datafusion::arrow::array::{BooleanArray, RecordBatch};
-use datafusion::arrow::compute::interleave_record_batch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::compute::{cast, interleave_record_batch};
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::arrow::row::{RowConverter, SortField};
 use fluss::record::ChangeType;
 
 use crate::error::Result;
+
+/// Where the fold finds a key: integer keys by value (no encoding, the common case
+/// of one integer primary key), any other key by its row-format bytes.
+#[derive(Debug)]
+enum KeyIndex {
+    Integer(HashMap<i64, Option<(usize, usize)>>),
+    Encoded(RowConverter, HashMap<Box<[u8]>, Option<(usize, usize)>>),
+}
+
+fn integer_key(schema: &SchemaRef, key_columns: &[usize]) -> bool {
+    key_columns.len() == 1
+        && matches!(
+            schema.field(key_columns[0]).data_type(),
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+        )
+}
+
+fn as_i64(column: &ArrayRef) -> Result<ArrayRef> {
+    Ok(cast(column, &DataType::Int64)?)
+}
 
 /// The folded changelog tail of one bucket.
 #[derive(Debug)]
 pub struct ChangelogFold {
     schema: SchemaRef,
     key_columns: Vec<usize>,
-    converter: RowConverter,
     batches: Vec<RecordBatch>,
-    /// Row-format key bytes -> last upsert (batch, row), `None` once deleted. Keys are
-    /// looked up by `&[u8]`, so probing lake rows allocates nothing per row.
-    latest: HashMap<Box<[u8]>, Option<(usize, usize)>>,
+    /// key -> last upsert (batch, row), `None` once deleted; probing lake rows
+    /// allocates nothing per row.
+    latest: KeyIndex,
     records: usize,
 }
 
 impl ChangelogFold {
     /// An empty fold of rows of `schema` keyed by `key_columns` (indexes into `schema`).
     pub fn new(schema: SchemaRef, key_columns: Vec<usize>) -> Result<Self> {
-        let fields = key_columns
-            .iter()
-            .map(|&i| SortField::new(schema.field(i).data_type().clone()))
-            .collect();
+        let latest = if integer_key(&schema, &key_columns) {
+            KeyIndex::Integer(HashMap::new())
+        } else {
+            let fields = key_columns
+                .iter()
+                .map(|&i| SortField::new(schema.field(i).data_type().clone()))
+                .collect();
+            KeyIndex::Encoded(RowConverter::new(fields)?, HashMap::new())
+        };
         Ok(Self {
-            converter: RowConverter::new(fields)?,
             schema,
             key_columns,
             batches: Vec::new(),
-            latest: HashMap::new(),
+            latest,
             records: 0,
         })
     }
 
     /// Applies changelog records in offset order.
     pub fn apply(&mut self, batch: &RecordBatch, change_types: &[ChangeType]) -> Result<()> {
-        let columns: Vec<_> = self
-            .key_columns
-            .iter()
-            .map(|&i| batch.column(i).clone())
-            .collect();
-        let keys = self.converter.convert_columns(&columns)?;
         self.batches.push(batch.clone());
         let index = self.batches.len() - 1;
-        for (row, change) in change_types.iter().enumerate() {
-            let value = match change {
-                ChangeType::UpdateBefore | ChangeType::Delete => None,
-                _ => Some((index, row)),
-            };
-            self.latest.insert(keys.row(row).as_ref().into(), value);
+        let value = |row: usize, change: &ChangeType| match change {
+            ChangeType::UpdateBefore | ChangeType::Delete => None,
+            _ => Some((index, row)),
+        };
+        match &mut self.latest {
+            KeyIndex::Integer(map) => {
+                let keys = as_i64(batch.column(self.key_columns[0]))?;
+                let keys = keys.as_primitive::<Int64Type>();
+                for (row, change) in change_types.iter().enumerate() {
+                    map.insert(keys.value(row), value(row, change));
+                }
+            }
+            KeyIndex::Encoded(converter, map) => {
+                let columns: Vec<_> = self
+                    .key_columns
+                    .iter()
+                    .map(|&i| batch.column(i).clone())
+                    .collect();
+                let keys = converter.convert_columns(&columns)?;
+                for (row, change) in change_types.iter().enumerate() {
+                    map.insert(keys.row(row).as_ref().into(), value(row, change));
+                }
+            }
         }
         self.records += change_types.len();
         Ok(())
@@ -70,7 +104,10 @@ impl ChangelogFold {
 
     /// Distinct keys touched by the tail.
     pub fn keys(&self) -> usize {
-        self.latest.len()
+        match &self.latest {
+            KeyIndex::Integer(m) => m.len(),
+            KeyIndex::Encoded(_, m) => m.len(),
+        }
     }
 
     /// Changelog records folded.
@@ -81,22 +118,37 @@ impl ChangelogFold {
     /// Which rows of a lake batch survive: those whose key the tail never touched.
     /// `key_columns` index the key columns in `lake`.
     pub fn surviving(&self, lake: &RecordBatch, key_columns: &[usize]) -> Result<BooleanArray> {
-        if self.latest.is_empty() {
+        if self.keys() == 0 {
             return Ok(BooleanArray::from(vec![true; lake.num_rows()]));
         }
-        let columns: Vec<_> = key_columns
-            .iter()
-            .map(|&i| lake.column(i).clone())
-            .collect();
-        let keys = self.converter.convert_columns(&columns)?;
-        Ok((0..lake.num_rows())
-            .map(|i| Some(!self.latest.contains_key(keys.row(i).as_ref())))
-            .collect())
+        Ok(match &self.latest {
+            KeyIndex::Integer(map) => {
+                let keys = as_i64(lake.column(key_columns[0]))?;
+                let keys = keys.as_primitive::<Int64Type>();
+                keys.values()
+                    .iter()
+                    .map(|k| Some(!map.contains_key(k)))
+                    .collect()
+            }
+            KeyIndex::Encoded(converter, map) => {
+                let columns: Vec<_> = key_columns
+                    .iter()
+                    .map(|&i| lake.column(i).clone())
+                    .collect();
+                let keys = converter.convert_columns(&columns)?;
+                (0..lake.num_rows())
+                    .map(|i| Some(!map.contains_key(keys.row(i).as_ref())))
+                    .collect()
+            }
+        })
     }
 
     /// The tail's live rows (last upsert of every key not deleted), in one batch.
     pub fn live_rows(&self) -> Result<RecordBatch> {
-        let picks: Vec<(usize, usize)> = self.latest.values().flatten().copied().collect();
+        let picks: Vec<(usize, usize)> = match &self.latest {
+            KeyIndex::Integer(m) => m.values().flatten().copied().collect(),
+            KeyIndex::Encoded(_, m) => m.values().flatten().copied().collect(),
+        };
         if picks.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
@@ -144,5 +196,29 @@ mod tests {
         assert_eq!(keep, BooleanArray::from(vec![false, false, true]));
         assert_eq!(fold.keys(), 4);
         assert_eq!(fold.records(), 7);
+    }
+
+    #[test]
+    fn composite_and_string_keys_use_the_encoded_index() {
+        let b = batch(&[1, 2], &["x", "y"]);
+        // key = (name): a string key
+        let mut fold = ChangelogFold::new(b.schema(), vec![1]).unwrap();
+        fold.apply(&b, &[ChangeType::Insert, ChangeType::Delete])
+            .unwrap();
+        let lake = batch(&[7, 8, 9], &["x", "y", "z"]);
+        assert_eq!(
+            fold.surviving(&lake, &[1]).unwrap(),
+            BooleanArray::from(vec![false, false, true])
+        );
+        assert_eq!(fold.live_rows().unwrap().num_rows(), 1);
+        // key = (id, name)
+        let mut fold = ChangelogFold::new(b.schema(), vec![0, 1]).unwrap();
+        fold.apply(&b, &[ChangeType::Insert, ChangeType::Insert])
+            .unwrap();
+        let lake = batch(&[1, 2], &["x", "other"]);
+        assert_eq!(
+            fold.surviving(&lake, &[0, 1]).unwrap(),
+            BooleanArray::from(vec![false, true])
+        );
     }
 }
