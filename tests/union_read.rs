@@ -100,9 +100,15 @@ async fn log_table_reads_lake_plus_tail() {
     assert!(explain.contains("FlussLogScanExec"), "{explain}");
     assert!(explain.contains("lake_snapshot=1"), "{explain}");
     // the parquet lake scan prunes row groups with the filter (pushed once)
-    let parquet = explain.lines().find(|l| l.contains("DataSourceExec")).unwrap();
+    let parquet = explain
+        .lines()
+        .find(|l| l.contains("DataSourceExec"))
+        .unwrap();
     assert!(parquet.contains("predicate=score@2 > 15"), "{parquet}");
-    assert!(!parquet.contains("score@2 > 15 AND score@2 > 15"), "{parquet}");
+    assert!(
+        !parquet.contains("score@2 > 15 AND score@2 > 15"),
+        "{parquet}"
+    );
 }
 
 #[tokio::test]
