@@ -53,19 +53,13 @@ impl CatalogProvider for FlussCatalog {
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
-        let source = self.source.clone();
-        let db = name.to_string();
-        let exists = block_on(async move { source.list_databases().await })
-            .and_then(|r| r)
-            .map(|dbs| dbs.contains(&db))
-            .unwrap_or(false);
-        exists.then(|| {
-            Arc::new(FlussSchema {
-                source: self.source.clone(),
-                store: self.store.clone(),
-                database: name.to_string(),
-            }) as Arc<dyn SchemaProvider>
-        })
+        // No existence check here: it would cost a metadata round trip on every query.
+        // Tables of a database that does not exist are simply not found.
+        Some(Arc::new(FlussSchema {
+            source: self.source.clone(),
+            store: self.store.clone(),
+            database: name.to_string(),
+        }))
     }
 }
 

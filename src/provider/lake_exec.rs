@@ -12,6 +12,7 @@ use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::parquet::CachedParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result as DfResult;
@@ -245,8 +246,18 @@ pub fn parquet_scan(
         *load += file.object_meta.size;
         group.push(file);
     }
+    // Footers are cached across queries as ListingTable does (lake files never change).
+    let store = state
+        .runtime_env()
+        .object_store(store_url.clone())
+        .map_err(|e| Error::invalid_input("no object store for the lake files").with_source(e))?;
+    let reader_factory = CachedParquetFileReaderFactory::new(
+        store,
+        state.runtime_env().cache_manager.get_file_metadata_cache(),
+    );
     let mut source = ParquetSource::new(table_schema.clone())
-        .with_table_parquet_options(state.table_options().parquet.clone());
+        .with_table_parquet_options(state.table_options().parquet.clone())
+        .with_parquet_file_reader_factory(Arc::new(reader_factory));
     if let Some(p) = predicate {
         source = source.with_predicate(p);
     }
