@@ -154,7 +154,14 @@ impl FlussTableProvider {
         let Some(snapshot) = &cut.snapshot else {
             return Ok(None);
         };
-        let lake = PaimonLake::for_table(self.source_storage()?, &self.table)?;
+        let storage = self.source_storage()?;
+        let warehouse = self
+            .table
+            .info
+            .get_properties()
+            .get(crate::lake::paimon::WAREHOUSE_PROPERTY)
+            .map(|w| storage.absolute(w))
+            .unwrap_or_default();
         let name = self.table.path.to_string();
         let is_pk = self.table.info.has_primary_key();
         // On PK tables only key and partition filters may prune the lake (DESIGN.md).
@@ -177,14 +184,12 @@ impl FlussTableProvider {
         // A snapshot never changes: its plan for the same filters can be reused.
         let cache_key = format!(
             "{}|{}|{}|{:?}",
-            lake.warehouse(),
-            name,
-            snapshot.snapshot_id,
-            lake_filters
+            warehouse, name, snapshot.snapshot_id, lake_filters
         );
         let mut plan = match crate::lake::paimon_scan::cached_plan(&cache_key) {
             Some(plan) => plan,
             None => {
+                let lake = PaimonLake::for_table(storage, &self.table)?;
                 let Some(lake_table) = lake
                     .table(self.table.path.database(), self.table.path.table())
                     .await?
