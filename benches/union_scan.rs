@@ -107,6 +107,22 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+/// Median time to plan (not run) a query: the per-query fixed cost.
+async fn time_planning(ctx: &SessionContext, sql: &str, runs: usize) -> Duration {
+    let mut samples = Vec::new();
+    for _ in 0..runs.max(1) {
+        let start = Instant::now();
+        ctx.sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        samples.push(start.elapsed());
+    }
+    median(samples)
+}
+
 async fn time_sql(ctx: &SessionContext, sql: &str, runs: usize) -> Duration {
     ctx.sql(sql).await.unwrap().collect().await.unwrap(); // warm-up
     let mut samples = Vec::new();
@@ -211,6 +227,9 @@ async fn bench_log_vs_listing(
     let union = time_sql(&ctx, &query("fluss.db.events"), scale.runs).await;
     let listing = time_sql(&ctx, &query("listing_events"), scale.runs).await;
     let ratio = union.as_secs_f64() / listing.as_secs_f64();
+    let union_plan = time_planning(&ctx, &query("fluss.db.events"), scale.runs).await;
+    let listing_plan = time_planning(&ctx, &query("listing_events"), scale.runs).await;
+    println!("   planning only: union {union_plan:?}, ListingTable {listing_plan:?}");
     println!(
         "1. log table fully tiered ({} rows, {} files): union {:?} vs ListingTable {:?} -> {ratio:.2}x (target <= 1.10)",
         scale.log_rows,
