@@ -260,3 +260,27 @@ fn interactive_shell_in_a_pty() {
         "history file written"
     );
 }
+
+#[test]
+fn statements_piped_on_stdin_run_as_a_script() {
+    use std::io::Write;
+    let dir = small_store();
+    let mut child = Command::new(BIN)
+        .arg("--store")
+        .arg(dir.path())
+        .args(["-q", "--format", "csv"])
+        .env("FLUSS_SQL_HISTORY", dir.path().join("history"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"SELECT 41 + 1 AS answer;\n")
+        .expect("write stdin");
+    let output = child.wait_with_output().expect("the binary exits");
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "answer\n42\n");
+}

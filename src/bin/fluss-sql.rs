@@ -631,7 +631,9 @@ fn run(args: Args) -> Result<ExitCode> {
         FlussSession::with_options(Arc::new(store), options).await
     })?;
     let scripted = !args.command.is_empty() || !args.file.is_empty();
-    let interactive_mode = !scripted;
+    // `echo "SELECT 1;" | fluss-sql` runs stdin as a script, as psql does.
+    let piped = !scripted && !std::io::stdin().is_terminal();
+    let interactive_mode = !scripted && !piped;
     let maxrows = match args.maxrows {
         Some(MaxRows::Limit(n)) => Some(n),
         Some(MaxRows::Unlimited) => None,
@@ -685,6 +687,15 @@ fn run(args: Args) -> Result<ExitCode> {
                     print_error(&e);
                     return Ok(ExitCode::FAILURE);
                 }
+            }
+        }
+        if piped {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| Error::from(e).with_context("file", "<stdin>"))?;
+            if let Err(e) = shell.run_script(&text) {
+                print_error(&e);
+                return Ok(ExitCode::FAILURE);
             }
         }
         return Ok(ExitCode::SUCCESS);
