@@ -99,7 +99,7 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
         _filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let cut = plan_cut(self.source.as_ref(), &self.table, &|_| true, false).await?;
+        let cut = plan_cut(self.source.as_ref(), &self.table, &|_| true, false, true).await?;
         Ok(Arc::new(ChangelogExec::new(
             self.source.clone(),
             self.table.clone(),
@@ -176,10 +176,7 @@ impl ExecutionPlan for ChangelogExec {
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
         let Some(cut) = self.buckets.get(partition).cloned() else {
-            return Ok(Box::pin(RecordBatchStreamAdapter::new(
-                schema,
-                futures::stream::empty(),
-            )));
+            return Ok(super::describe::empty_partition(schema));
         };
         let source = self.source.clone();
         let table = self.table.clone();

@@ -124,3 +124,13 @@ macro_rules! leaf_node_methods {
     };
 }
 pub(crate) use leaf_node_methods;
+
+/// The stream of a partition that reads nothing.
+pub fn empty_partition(schema: SchemaRef) -> datafusion::physical_plan::SendableRecordBatchStream {
+    Box::pin(
+        datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+            schema,
+            futures::stream::empty(),
+        ),
+    )
+}

@@ -116,10 +116,7 @@ impl ExecutionPlan for FlussLogScanExec {
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
         let Some(cut) = self.buckets.get(partition).cloned() else {
-            return Ok(Box::pin(RecordBatchStreamAdapter::new(
-                schema,
-                futures::stream::empty(),
-            )));
+            return Ok(super::describe::empty_partition(schema));
         };
         let counters = super::describe::log_counters(&self.metrics, partition);
         let options = LogReadOptions {

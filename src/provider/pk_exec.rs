@@ -138,10 +138,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
         let Some(task) = self.tasks.get(partition).cloned() else {
-            return Ok(Box::pin(RecordBatchStreamAdapter::new(
-                schema,
-                futures::stream::empty(),
-            )));
+            return Ok(super::describe::empty_partition(schema));
         };
         let counters = super::describe::log_counters(&self.metrics, partition);
         let lake_rows = MetricBuilder::new(&self.metrics).counter("lake_rows", partition);

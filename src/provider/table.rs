@@ -628,7 +628,14 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             None
         };
         let keep_partition = self.partition_pruner(state, filters)?;
-        let mut cut = plan_cut(self.source.as_ref(), &self.table, &*keep_partition, true).await?;
+        let mut cut = plan_cut(
+            self.source.as_ref(),
+            &self.table,
+            &*keep_partition,
+            true,
+            self.mode == ReadMode::Union,
+        )
+        .await?;
         let mut lake = self.plan_lake(&cut, filters, &*keep_partition).await?;
         // Equality on every bucket key selects the buckets those keys hash to.
         if let Some(buckets) = self.buckets_for_filters(filters)? {

@@ -48,13 +48,15 @@ impl UnionCut {
 }
 
 /// Pins the cut of `table`. `keep_partition` selects partitions by name (partition
-/// pruning); `snapshot` overrides the readable snapshot (time travel, or `None`
-/// with `log_only` for log-only reads).
+/// pruning); `use_lake` pins the readable lake snapshot (off for log-only reads) and
+/// `read_log` resolves the per-bucket log ranges (off for lake-only reads, which would
+/// otherwise look up every bucket's offsets for nothing).
 pub async fn plan_cut(
     source: &dyn FlussSource,
     table: &FlussTable,
     keep_partition: &(dyn Fn(&str) -> bool + Send + Sync),
     use_lake: bool,
+    read_log: bool,
 ) -> Result<UnionCut> {
     let snapshot = if use_lake && table.lake_format().is_some() {
         source.readable_lake_snapshot(table).await?
@@ -86,6 +88,9 @@ pub async fn plan_cut(
                 bucket,
             });
         }
+    }
+    if !read_log {
+        locations.clear();
     }
     let mut buckets = Vec::with_capacity(locations.len());
     for location in locations {
