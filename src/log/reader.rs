@@ -14,7 +14,7 @@ use fluss::record::ChangeType;
 
 use super::batch::LogBatch;
 use super::schema::{SchemaHistory, SchemaVersion, align_batch, column_mapping};
-use super::segment::{SegmentFile, list_segments, read_segment};
+use super::segment::{SegmentFile, list_segments, read_segment_range};
 use super::statistics::BatchStatistics;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
@@ -178,7 +178,14 @@ impl BucketLogReader {
             }
             let is_last = self.next_segment + 1 == segments.len();
             self.next_segment += 1;
-            let contents = read_segment(&self.storage, segment, is_last).await?;
+            let contents = read_segment_range(
+                &self.storage,
+                segment,
+                is_last,
+                self.position,
+                self.range.stop,
+            )
+            .await?;
             let before = self.pending.len();
             let file: Arc<str> = Arc::from(segment.path.as_str());
             self.pending.extend(

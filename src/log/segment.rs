@@ -80,10 +80,21 @@ pub fn frame_segment(
     segment: &SegmentFile,
     is_last: bool,
 ) -> Result<SegmentContents> {
+    frame_from(bytes, segment, is_last, segment.base_offset)
+}
+
+/// Frames batches in bytes that start at a batch boundary whose base offset is at
+/// least `expected_offset`.
+fn frame_from(
+    bytes: Bytes,
+    segment: &SegmentFile,
+    is_last: bool,
+    expected_offset: i64,
+) -> Result<SegmentContents> {
     let total = bytes.len();
     let mut iter = BatchIterator::new(bytes);
     let mut batches = Vec::new();
-    let mut expected_offset = segment.base_offset;
+    let mut expected_offset = expected_offset;
     for batch in iter.by_ref() {
         let batch = batch.map_err(|e| e.with_context("file", &segment.path))?;
         if batch.base_offset() < expected_offset {
@@ -111,64 +122,145 @@ pub fn frame_segment(
     })
 }
 
-/// What is known about the complete batches at the start of a segment file.
-#[derive(Debug, Clone, Copy)]
-struct FramedPrefix {
+/// What is known about the complete batches at the start of a segment file: where
+/// the framed prefix ends, and a sparse index of batch positions in it.
+#[derive(Debug, Clone, Default)]
+struct SegmentIndex {
+    /// Byte length of the complete batches framed so far.
     valid_length: u64,
+    /// Offset after the last framed batch.
     next_offset: i64,
+    /// `(base offset, byte position)` of batches at least [`INDEX_INTERVAL`] apart,
+    /// ascending (Fluss's offset index is sparse in the same way).
+    entries: Vec<(i64, u64)>,
+}
+
+/// Bytes between two entries of a [`SegmentIndex`]: a read from a mid-segment
+/// offset reads at most this much before the batch it needs.
+const INDEX_INTERVAL: u64 = 64 * 1024;
+
+impl SegmentIndex {
+    /// Position and base offset of the last indexed batch at or before `offset`.
+    fn seek(&self, offset: i64) -> Option<(u64, i64)> {
+        let i = self.entries.partition_point(|(base, _)| *base <= offset);
+        i.checked_sub(1)
+            .map(|i| (self.entries[i].1, self.entries[i].0))
+    }
+
+    /// Records batches framed from `position` on (a batch boundary inside or at the
+    /// end of the known prefix).
+    fn extend(&mut self, position: u64, batches: &[LogBatch], framed_length: u64) {
+        if position > self.valid_length {
+            return;
+        }
+        let mut at = position;
+        for batch in batches {
+            let size = batch.size_in_bytes() as u64;
+            if at >= self.valid_length {
+                let far = self
+                    .entries
+                    .last()
+                    .is_none_or(|(_, last)| at >= last + INDEX_INTERVAL);
+                if far {
+                    self.entries.push((batch.base_offset(), at));
+                }
+                self.next_offset = batch.next_offset();
+            }
+            at += size;
+        }
+        self.valid_length = self.valid_length.max(position + framed_length);
+    }
 }
 
 /// Process-wide memo of framed segment prefixes, keyed by absolute path: finding a
-/// bucket's high watermark then reads only the bytes appended since the last look
-/// instead of the whole active segment (Fluss keeps an offset index for this).
+/// bucket's high watermark reads only the bytes appended since the last look, and a
+/// read from a mid-segment offset starts near it instead of at byte 0 (Fluss keeps an
+/// offset index for both). Segment bytes are only ever appended (a torn tail past the
+/// framed prefix may be truncated), so a framed prefix stays true.
 static FRAMED: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<String, FramedPrefix>>,
+    std::sync::Mutex<std::collections::HashMap<String, SegmentIndex>>,
 > = std::sync::LazyLock::new(Default::default);
+
+fn known_index(key: &str) -> Option<SegmentIndex> {
+    FRAMED.lock().ok().and_then(|m| m.get(key).cloned())
+}
+
+fn remember(key: String, position: u64, batches: &[LogBatch], framed_length: u64) {
+    if let Ok(mut m) = FRAMED.lock() {
+        m.entry(key)
+            .or_default()
+            .extend(position, batches, framed_length);
+    }
+}
 
 /// The offset after the last complete batch of a segment, reading only bytes not
 /// framed before. A torn tail is ignored (it may still be being written).
 pub async fn segment_end_offset(storage: &Storage, segment: &SegmentFile) -> Result<i64> {
     let key = storage.absolute(&segment.path);
     let size = storage.size(&segment.path).await?;
-    let known = FRAMED
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&key).copied())
-        .filter(|k| k.valid_length <= size);
-    let start = known.map_or(
-        FramedPrefix {
-            valid_length: 0,
-            next_offset: segment.base_offset,
-        },
-        |k| k,
-    );
-    if start.valid_length == size {
-        return Ok(start.next_offset);
+    let known = known_index(&key).filter(|k| k.valid_length <= size);
+    let (position, next_offset) = known.as_ref().map_or((0, segment.base_offset), |k| {
+        (k.valid_length, k.next_offset)
+    });
+    if position == size {
+        return Ok(next_offset);
     }
-    let bytes = storage
-        .read_range(&segment.path, start.valid_length..size)
-        .await?;
-    let mut iter = BatchIterator::new(bytes);
-    let mut next_offset = start.next_offset;
-    for batch in iter.by_ref() {
-        let batch = batch.map_err(|e| e.with_context("file", &segment.path))?;
-        if batch.base_offset() < next_offset {
+    let bytes = storage.read_range(&segment.path, position..size).await?;
+    let framed = frame_from(bytes, segment, true, next_offset)?;
+    let end = framed
+        .batches
+        .last()
+        .map_or(next_offset, LogBatch::next_offset);
+    remember(key, position, &framed.batches, framed.valid_length as u64);
+    Ok(end)
+}
+
+/// The complete batches of a segment that may hold offsets in `[start, stop)`: batches
+/// before `start` are mostly not read (the read starts at the indexed batch nearest
+/// before it) and bytes past a framed prefix that already reaches `stop` are not read.
+/// Callers still filter batches by offset.
+pub async fn read_segment_range(
+    storage: &Storage,
+    segment: &SegmentFile,
+    is_last: bool,
+    start: i64,
+    stop: i64,
+) -> Result<SegmentContents> {
+    let key = storage.absolute(&segment.path);
+    let known = known_index(&key);
+    let Some(index) = known else {
+        let contents = read_segment(storage, segment, is_last).await?;
+        remember(key, 0, &contents.batches, contents.valid_length as u64);
+        return Ok(contents);
+    };
+    let (position, base) = index.seek(start).unwrap_or((0, segment.base_offset));
+    let bytes = if stop <= index.next_offset {
+        // Everything needed lies inside the framed prefix: no size lookup, no bytes
+        // past it.
+        storage
+            .read_range(&segment.path, position..index.valid_length)
+            .await?
+    } else if position == 0 {
+        storage.read(&segment.path).await?
+    } else {
+        let size = storage.size(&segment.path).await?;
+        if size < index.valid_length {
             return Err(Error::data_invalid(format!(
-                "batch base offset {} goes backwards (expected at least {next_offset})",
-                batch.base_offset()
+                "segment shrank to {size} bytes below its {} framed bytes",
+                index.valid_length
             ))
             .with_context("file", &segment.path));
         }
-        next_offset = batch.next_offset();
-    }
-    let framed = FramedPrefix {
-        valid_length: start.valid_length + iter.position() as u64,
-        next_offset,
+        storage.read_range(&segment.path, position..size).await?
     };
-    if let Ok(mut m) = FRAMED.lock() {
-        m.insert(key, framed);
-    }
-    Ok(next_offset)
+    let contents = frame_from(bytes, segment, is_last, base)?;
+    remember(
+        key,
+        position,
+        &contents.batches,
+        contents.valid_length as u64,
+    );
+    Ok(contents)
 }
 
 /// Appends encoded batches to a bucket directory.

@@ -16,8 +16,16 @@ use crate::union::BucketCut;
 
 /// `0:[10,20) 1:[0,5)` (or `p=2024-01-01/0:[..)`), abbreviated past 16 buckets.
 pub fn describe_buckets(buckets: &[BucketCut]) -> String {
-    let mut parts: Vec<String> = buckets
-        .iter()
+    // In (partition, bucket) order whatever order the partitions read them in.
+    let mut sorted: Vec<&BucketCut> = buckets.iter().collect();
+    sorted.sort_by_key(|b| {
+        (
+            b.location.partition.as_ref().map(|(id, _)| *id),
+            b.location.bucket,
+        )
+    });
+    let mut parts: Vec<String> = sorted
+        .into_iter()
         .take(16)
         .map(|b| {
             let prefix = b
@@ -81,6 +89,27 @@ pub fn leaf_properties(schema: &SchemaRef, partitions: usize) -> std::sync::Arc<
     ))
 }
 
+/// Spreads `items` over at most `target` output partitions, largest first onto the
+/// least loaded one: DataFusion's `target_partitions` is the scan's parallelism, so a
+/// table with more buckets than that reads several buckets one after another in one
+/// partition (as ListingTable packs files into file groups).
+pub fn group_by_size<T>(mut items: Vec<T>, target: usize, size: impl Fn(&T) -> u64) -> Vec<Vec<T>> {
+    let target = target.max(1).min(items.len());
+    if target == 0 {
+        return Vec::new();
+    }
+    items.sort_by_key(|item| std::cmp::Reverse(size(item)));
+    let mut groups: Vec<(u64, Vec<T>)> = (0..target).map(|_| (0, Vec::new())).collect();
+    for item in items {
+        let weight = size(&item);
+        if let Some((load, group)) = groups.iter_mut().min_by_key(|(load, _)| *load) {
+            *load += weight.max(1);
+            group.push(item);
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
 /// Log read counters registered as metrics of `partition` (EXPLAIN ANALYZE).
 pub fn log_counters(metrics: &ExecutionPlanMetricsSet, partition: usize) -> LogReadCounters {
     LogReadCounters {
@@ -133,4 +162,20 @@ pub fn empty_partition(schema: SchemaRef) -> datafusion::physical_plan::Sendable
             futures::stream::empty(),
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_by_size;
+
+    #[test]
+    fn groups_balance_by_size_and_respect_the_target() {
+        let groups = group_by_size(vec![5u64, 1, 4, 2, 3], 2, |x| *x);
+        assert_eq!(groups.len(), 2);
+        let loads: Vec<u64> = groups.iter().map(|g| g.iter().sum()).collect();
+        assert_eq!(loads, vec![8, 7]);
+        assert_eq!(group_by_size(vec![1u64, 2], 8, |x| *x).len(), 2);
+        assert!(group_by_size(Vec::<u64>::new(), 4, |x| *x).is_empty());
+        assert_eq!(group_by_size(vec![0u64, 0, 0], 2, |x| *x).concat().len(), 3);
+    }
 }

@@ -1,4 +1,5 @@
-//! `FlussLogScanExec`: reads the log side of the cut, one output partition per bucket.
+//! `FlussLogScanExec`: reads the log side of the cut; buckets are spread over at most
+//! `target_partitions` output partitions.
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,7 +28,8 @@ use super::describe::{describe_buckets, describe_projection};
 pub struct FlussLogScanExec {
     source: Arc<dyn FlussSource>,
     table: FlussTable,
-    buckets: Vec<BucketCut>,
+    /// Buckets read by each output partition, one after another.
+    groups: Vec<Vec<BucketCut>>,
     projection: Option<Vec<usize>>,
     schema: SchemaRef,
     predicate: Option<Arc<PruningPredicate>>,
@@ -40,12 +42,14 @@ pub struct FlussLogScanExec {
 }
 
 impl FlussLogScanExec {
-    /// A scan of `buckets` producing `schema` (the table schema projected).
+    /// A scan of `buckets` producing `schema` (the table schema projected), in at most
+    /// `target_partitions` output partitions.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         source: Arc<dyn FlussSource>,
         table: FlussTable,
         buckets: Vec<BucketCut>,
+        target_partitions: usize,
         projection: Option<Vec<usize>>,
         schema: SchemaRef,
         predicate: Option<Arc<PruningPredicate>>,
@@ -53,13 +57,15 @@ impl FlussLogScanExec {
         snapshot_id: Option<i64>,
         limit: Option<usize>,
     ) -> Self {
-        let partitions = buckets.len();
-        let properties = super::describe::leaf_properties(&schema, partitions);
+        let groups = super::describe::group_by_size(buckets, target_partitions, |b| {
+            (b.range.stop - b.range.start).max(0) as u64
+        });
+        let properties = super::describe::leaf_properties(&schema, groups.len());
         let exact_rows = predicate.is_none() && !table.info.has_primary_key();
         Self {
             source,
             table,
-            buckets,
+            groups,
             projection,
             schema,
             predicate,
@@ -73,8 +79,8 @@ impl FlussLogScanExec {
     }
 
     /// The buckets and ranges this scan reads.
-    pub fn buckets(&self) -> &[BucketCut] {
-        &self.buckets
+    pub fn buckets(&self) -> impl Iterator<Item = &BucketCut> {
+        self.groups.iter().flatten()
     }
 }
 
@@ -86,7 +92,7 @@ impl DisplayAs for FlussLogScanExec {
             self.table.path,
             self.snapshot_id
                 .map_or("none".to_string(), |s| s.to_string()),
-            describe_buckets(&self.buckets),
+            describe_buckets(&self.buckets().cloned().collect::<Vec<_>>()),
             describe_projection(&self.schema),
         )?;
         if !self.filters.is_empty() {
@@ -115,7 +121,7 @@ impl ExecutionPlan for FlussLogScanExec {
         _context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
-        let Some(cut) = self.buckets.get(partition).cloned() else {
+        let Some(cuts) = self.groups.get(partition).cloned() else {
             return Ok(super::describe::empty_partition(schema));
         };
         let counters = super::describe::log_counters(&self.metrics, partition);
@@ -127,13 +133,18 @@ impl ExecutionPlan for FlussLogScanExec {
         };
         let source = self.source.clone();
         let table = self.table.clone();
-        let stream = futures::stream::once(async move {
-            source
-                .read_log(&table, &cut.location, cut.range, options)
-                .await
-        })
-        .try_flatten()
-        .map(|r| r.map(|b| b.batch).map_err(DataFusionError::from));
+        let stream = futures::stream::iter(cuts)
+            .map(move |cut| {
+                let (source, table, options) = (source.clone(), table.clone(), options.clone());
+                futures::stream::once(async move {
+                    source
+                        .read_log(&table, &cut.location, cut.range, options)
+                        .await
+                })
+                .try_flatten()
+            })
+            .flatten()
+            .map(|r| r.map(|b| b.batch).map_err(DataFusionError::from));
         let stream = super::describe::limit_stream(stream.boxed(), self.limit);
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
@@ -143,16 +154,10 @@ impl ExecutionPlan for FlussLogScanExec {
     }
 
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        let span = |b: &BucketCut| b.range.stop - b.range.start;
         let rows: i64 = match partition {
-            Some(p) => self
-                .buckets
-                .get(p)
-                .map_or(0, |b| b.range.stop - b.range.start),
-            None => self
-                .buckets
-                .iter()
-                .map(|b| b.range.stop - b.range.start)
-                .sum(),
+            Some(p) => self.groups.get(p).map_or(0, |g| g.iter().map(span).sum()),
+            None => self.buckets().map(span).sum(),
         };
         let mut stats = Statistics::new_unknown(&self.schema);
         let rows = rows.max(0) as usize;

@@ -1,5 +1,6 @@
-//! `FlussPrimaryKeyScanExec`: the primary-key union read, one output partition per
-//! (partition, bucket).
+//! `FlussPrimaryKeyScanExec`: the primary-key union read. Each (partition, bucket) is
+//! merged on its own; buckets are spread over at most `target_partitions` output
+//! partitions.
 //!
 //! Per bucket: fold the changelog tail `[tiered offset, high watermark)` by key
 //! ([`ChangelogFold`], last change wins), stream the bucket's merged lake rows
@@ -14,20 +15,25 @@
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use paimon::table::{DataSplit, Table};
 
 use super::lake_exec::merged_stream;
+use crate::error::Result;
 use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, ChangelogFold};
@@ -51,7 +57,8 @@ pub struct FlussPrimaryKeyScanExec {
     source: Arc<dyn FlussSource>,
     table: FlussTable,
     lake: Option<(Table, i64)>,
-    tasks: Vec<PrimaryKeyBucketTask>,
+    /// Buckets read by each output partition, one after another.
+    groups: Vec<Vec<PrimaryKeyBucketTask>>,
     scan_columns: Vec<usize>,
     scan_schema: SchemaRef,
     key_positions: Vec<usize>,
@@ -65,13 +72,15 @@ pub struct FlussPrimaryKeyScanExec {
 
 impl FlussPrimaryKeyScanExec {
     /// `scan_columns` are table columns read (the projection plus the key columns);
-    /// `output_positions` pick the projection out of them.
+    /// `output_positions` pick the projection out of them; `tasks` are spread over at
+    /// most `target_partitions` output partitions.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         source: Arc<dyn FlussSource>,
         table: FlussTable,
         lake: Option<(Table, i64)>,
         tasks: Vec<PrimaryKeyBucketTask>,
+        target_partitions: usize,
         scan_columns: Vec<usize>,
         scan_schema: SchemaRef,
         key_positions: Vec<usize>,
@@ -80,12 +89,17 @@ impl FlussPrimaryKeyScanExec {
         filters: Vec<String>,
     ) -> DfResult<Self> {
         let schema = Arc::new(scan_schema.project(&output_positions)?);
-        let properties = super::describe::leaf_properties(&schema, tasks.len());
+        let groups = super::describe::group_by_size(tasks, target_partitions, |t| {
+            let lake: i64 = t.lake_splits.iter().map(DataSplit::row_count).sum();
+            let tail = t.tail.as_ref().map_or(0, |c| c.range.stop - c.range.start);
+            (lake.max(0) + tail.max(0)) as u64
+        });
+        let properties = super::describe::leaf_properties(&schema, groups.len());
         Ok(Self {
             source,
             table,
             lake,
-            tasks,
+            groups,
             scan_columns,
             scan_schema,
             key_positions,
@@ -101,8 +115,9 @@ impl FlussPrimaryKeyScanExec {
 
 impl DisplayAs for FlussPrimaryKeyScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let cuts: Vec<BucketCut> = self.tasks.iter().filter_map(|t| t.tail.clone()).collect();
-        let splits: usize = self.tasks.iter().map(|t| t.lake_splits.len()).sum();
+        let tasks = self.groups.iter().flatten();
+        let cuts: Vec<BucketCut> = tasks.clone().filter_map(|t| t.tail.clone()).collect();
+        let splits: usize = tasks.map(|t| t.lake_splits.len()).sum();
         write!(
             f,
             "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={}, log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
@@ -137,76 +152,30 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         _context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
-        let Some(task) = self.tasks.get(partition).cloned() else {
+        let Some(tasks) = self.groups.get(partition).cloned() else {
             return Ok(super::describe::empty_partition(schema));
         };
-        let counters = super::describe::log_counters(&self.metrics, partition);
-        let lake_rows = MetricBuilder::new(&self.metrics).counter("lake_rows", partition);
-        let dropped = MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition);
-        let tail_live = MetricBuilder::new(&self.metrics).counter("tail_live_rows", partition);
-        let source = self.source.clone();
-        let table = self.table.clone();
-        let lake = self.lake.clone();
-        let scan_columns = self.scan_columns.clone();
-        let scan_schema = self.scan_schema.clone();
-        let keys = self.key_positions.clone();
-        let output = self.output_positions.clone();
-        let table_name = self.table.path.to_string();
-
-        let build = async move {
-            // 1. fold the tail
-            let mut fold = ChangelogFold::new(scan_schema.clone(), keys.clone())?;
-            if let Some(cut) = &task.tail {
-                let options = LogReadOptions {
-                    projection: Some(scan_columns.clone()),
-                    predicate: None,
-                    verify_crc: true,
-                    counters: Some(counters),
-                };
-                let mut tail = source
-                    .read_log(&table, &cut.location, cut.range, options)
-                    .await?;
-                while let Some(batch) = tail.try_next().await? {
-                    fold.apply(&batch.batch, &batch.change_types)?;
-                }
-            }
-            let fold = Arc::new(fold);
-            // 2. lake rows not overridden by the tail
-            let lake_stream = match (&lake, task.lake_splits.is_empty()) {
-                (Some((lake_table, _)), false) => {
-                    let fold = fold.clone();
-                    let keys = keys.clone();
-                    let output = output.clone();
-                    merged_stream(
-                        lake_table,
-                        task.lake_splits.clone(),
-                        scan_schema.clone(),
-                        table_name,
-                    )?
-                    .map(move |batch| {
-                        let batch = batch?;
-                        lake_rows.add(batch.num_rows());
-                        let keep = fold.surviving(&batch, &keys)?;
-                        let kept = filter_record_batch(&batch, &keep)?;
-                        dropped.add(batch.num_rows() - kept.num_rows());
-                        Ok(kept.project(&output)?)
-                    })
-                    .boxed()
-                }
-                _ => futures::stream::empty().boxed(),
-            };
-            // 3. the tail's live rows
-            let live = fold.live_rows()?;
-            tail_live.add(live.num_rows());
-            let live = live.project(&output)?;
-            let tail_stream =
-                futures::stream::iter(
-                    (live.num_rows() > 0).then_some(Ok::<_, crate::error::Error>(live)),
-                );
-            Ok::<_, crate::error::Error>(lake_stream.chain(tail_stream))
-        };
-        let stream = futures::stream::once(build)
-            .try_flatten()
+        let merge = Arc::new(BucketMerge {
+            source: self.source.clone(),
+            table: self.table.clone(),
+            lake: self.lake.clone(),
+            scan_columns: self.scan_columns.clone(),
+            scan_schema: self.scan_schema.clone(),
+            keys: self.key_positions.clone(),
+            output: self.output_positions.clone(),
+            counters: super::describe::log_counters(&self.metrics, partition),
+            lake_rows: MetricBuilder::new(&self.metrics).counter("lake_rows", partition),
+            dropped: MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition),
+            tail_live: MetricBuilder::new(&self.metrics).counter("tail_live_rows", partition),
+        });
+        // The group's buckets one after another: each bucket's fold is dropped before
+        // the next one is built.
+        let stream = futures::stream::iter(tasks)
+            .map(move |task| {
+                let merge = merge.clone();
+                futures::stream::once(async move { merge.bucket(task).await }).try_flatten()
+            })
+            .flatten()
             .map(|r| r.map_err(DataFusionError::from))
             .boxed();
         let stream = super::describe::limit_stream(stream, self.limit);
@@ -219,5 +188,81 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
 
     fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+    }
+}
+
+/// What merging one bucket needs, shared by the buckets of an output partition.
+struct BucketMerge {
+    source: Arc<dyn FlussSource>,
+    table: FlussTable,
+    lake: Option<(Table, i64)>,
+    scan_columns: Vec<usize>,
+    scan_schema: SchemaRef,
+    keys: Vec<usize>,
+    output: Vec<usize>,
+    counters: crate::log::LogReadCounters,
+    lake_rows: Count,
+    dropped: Count,
+    tail_live: Count,
+}
+
+impl BucketMerge {
+    /// Folds the bucket's tail, then streams its surviving lake rows and the tail's
+    /// live rows.
+    async fn bucket(
+        self: Arc<Self>,
+        task: PrimaryKeyBucketTask,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        // 1. fold the tail
+        let mut fold = ChangelogFold::new(self.scan_schema.clone(), self.keys.clone())?;
+        if let Some(cut) = &task.tail {
+            let options = LogReadOptions {
+                projection: Some(self.scan_columns.clone()),
+                predicate: None,
+                verify_crc: true,
+                counters: Some(self.counters.clone()),
+            };
+            let mut tail = self
+                .source
+                .read_log(&self.table, &cut.location, cut.range, options)
+                .await?;
+            while let Some(batch) = tail.try_next().await? {
+                fold.apply(&batch.batch, &batch.change_types)?;
+            }
+        }
+        let fold = Arc::new(fold);
+        // 2. lake rows not overridden by the tail
+        let lake_stream = match (&self.lake, task.lake_splits.is_empty()) {
+            (Some((lake_table, _)), false) => {
+                let fold = fold.clone();
+                let merge = self.clone();
+                merged_stream(
+                    lake_table,
+                    task.lake_splits,
+                    self.scan_schema.clone(),
+                    self.table.path.to_string(),
+                )?
+                .map(move |batch| {
+                    let batch = batch?;
+                    merge.lake_rows.add(batch.num_rows());
+                    let keep = fold.surviving(&batch, &merge.keys)?;
+                    let kept = if keep.true_count() == batch.num_rows() {
+                        batch
+                    } else {
+                        filter_record_batch(&batch, &keep)?
+                    };
+                    merge.dropped.add(keep.len() - kept.num_rows());
+                    Ok(kept.project(&merge.output)?)
+                })
+                .boxed()
+            }
+            _ => futures::stream::empty().boxed(),
+        };
+        // 3. the tail's live rows
+        let live = fold.live_rows()?;
+        self.tail_live.add(live.num_rows());
+        let live = live.project(&self.output)?;
+        let tail_stream = futures::stream::iter((live.num_rows() > 0).then_some(Ok(live)));
+        Ok(lake_stream.chain(tail_stream).boxed())
     }
 }

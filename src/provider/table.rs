@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! log table:  UnionExec ─┬─ DataSourceExec (lake parquet, file groups)   [+ FlussLakeMergeExec for DV splits]
-//!                        └─ FlussLogScanExec (one partition per bucket: [tiered offset, hw))
+//!                        └─ FlussLogScanExec (buckets' [tiered offset, hw) over target_partitions)
 //! PK table:   FlussPrimaryKeyScanExec (one partition per bucket: merged lake rows anti-joined
 //!                                      with the folded changelog tail, plus live tail rows)
 //! ```
@@ -363,6 +363,7 @@ impl FlussTableProvider {
                     self.source.clone(),
                     self.table.clone(),
                     buckets,
+                    state.config().target_partitions(),
                     projection,
                     output_schema.clone(),
                     pruning,
@@ -384,6 +385,7 @@ impl FlussTableProvider {
     #[allow(clippy::too_many_arguments)]
     async fn scan_pk_table(
         &self,
+        state: &dyn Session,
         projection: Option<Vec<usize>>,
         filters: &[Expr],
         limit: Option<usize>,
@@ -445,6 +447,7 @@ impl FlussTableProvider {
             self.table.clone(),
             lake.as_ref().map(|l| (l.table.clone(), l.snapshot_id)),
             tasks,
+            state.config().target_partitions(),
             scan_columns,
             scan_schema,
             key_positions,
@@ -651,7 +654,7 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             None => self.schema.clone(),
         };
         let plan = if self.table.info.has_primary_key() {
-            self.scan_pk_table(projection, filters, limit, cut, lake)
+            self.scan_pk_table(state, projection, filters, limit, cut, lake)
                 .await?
         } else {
             self.scan_log_table(state, projection, output_schema, filters, limit, cut, lake)
