@@ -11,9 +11,7 @@
 //! `cargo bench --bench union_scan` writes `target/bench-results/union_scan.json`.
 //! `cargo test --benches` runs it once at a tiny scale without timing.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray};
@@ -25,33 +23,17 @@ use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
+use fluss_datafusion::alloc::PeakTrackingAllocator;
 use fluss_datafusion::lake::paimon::PaimonLake;
 use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::provider::FlussCatalog;
 use fluss_datafusion::source::{FlussSource, LocalStore};
 
-/// Counts live and peak heap bytes, to show PK merge memory follows the tail.
-struct CountingAllocator;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
+/// mimalloc (as fluss-sql and fluss-bench use) with live and peak heap bytes counted,
+/// to show PK merge memory follows the tail.
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: PeakTrackingAllocator<mimalloc::MiMalloc> =
+    PeakTrackingAllocator::new(mimalloc::MiMalloc);
 
 struct Scale {
     log_rows: usize,
@@ -276,24 +258,22 @@ async fn bench_pk_tail(scale: &Scale, report: &mut serde_json::Map<String, serde
         let lake_only = time_sql(&ctx, &sql("\"users$lake\""), scale.runs).await;
         let union = time_sql(&ctx, &sql("users"), scale.runs).await;
         // peak heap above the baseline during one union query
-        let base = LIVE.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
+        let base = ALLOCATOR.reset_peak();
         ctx.sql(&sql("users"))
             .await
             .unwrap()
             .collect()
             .await
             .unwrap();
-        let peak_union = PEAK.load(Ordering::Relaxed).saturating_sub(base);
-        let base = LIVE.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
+        let peak_union = ALLOCATOR.peak().saturating_sub(base);
+        let base = ALLOCATOR.reset_peak();
         ctx.sql(&sql("\"users$lake\""))
             .await
             .unwrap()
             .collect()
             .await
             .unwrap();
-        let peak_lake = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        let peak_lake = ALLOCATOR.peak().saturating_sub(base);
         let ratio = union.as_secs_f64() / lake_only.as_secs_f64();
         println!(
             "2. PK table, lake {lake_rows} rows, tail {tail} rows ({:.0}%): union {union:?} vs lake-only {lake_only:?} -> {ratio:.2}x (target <= 1.5 at 10%); peak heap union {:.1} MiB, lake-only {:.1} MiB",

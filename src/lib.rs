@@ -42,6 +42,7 @@
 
 #![warn(missing_docs)]
 
+pub mod alloc;
 pub mod error;
 pub mod lake;
 pub mod log;

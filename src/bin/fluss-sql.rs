@@ -7,6 +7,11 @@
 //! fluss-sql -f script.sql -q
 //! ```
 
+/// mimalloc, as datafusion-cli: glibc malloc's cost shows in DataFusion's many small
+/// allocations and in zstd's per-batch decompression contexts.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

@@ -216,6 +216,7 @@ impl BucketMerge {
         // 1. fold the tail
         let mut fold = ChangelogFold::new(self.scan_schema.clone(), self.keys.clone())?;
         if let Some(cut) = &task.tail {
+            fold.reserve((cut.range.stop - cut.range.start).clamp(0, 1 << 24) as usize);
             let options = LogReadOptions {
                 projection: Some(self.scan_columns.clone()),
                 predicate: None,

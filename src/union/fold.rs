@@ -23,9 +23,15 @@ use crate::error::Result;
 /// of one integer primary key), any other key by its row-format bytes.
 #[derive(Debug)]
 enum KeyIndex {
-    Integer(HashMap<i64, Option<(usize, usize)>>),
-    Encoded(RowConverter, HashMap<Box<[u8]>, Option<(usize, usize)>>),
+    Integer(HashMap<i64, Latest>),
+    Encoded(RowConverter, HashMap<Box<[u8]>, Latest>),
 }
+
+/// A key's last change: `(batch << 32) | row` of its last upsert, or [`DELETED`].
+/// One word instead of `Option<(usize, usize)>` halves the map (it is probed once per
+/// lake row, so its size shows in cache misses).
+type Latest = u64;
+const DELETED: Latest = u64::MAX;
 
 fn integer_key(schema: &SchemaRef, key_columns: &[usize]) -> bool {
     key_columns.len() == 1
@@ -45,8 +51,8 @@ pub struct ChangelogFold {
     schema: SchemaRef,
     key_columns: Vec<usize>,
     batches: Vec<RecordBatch>,
-    /// key -> last upsert (batch, row), `None` once deleted; probing lake rows
-    /// allocates nothing per row.
+    /// key -> last upsert (batch, row) or deleted; probing lake rows allocates nothing
+    /// per row.
     latest: KeyIndex,
     records: usize,
 }
@@ -72,13 +78,27 @@ impl ChangelogFold {
         })
     }
 
+    /// Makes room for `records` more changelog records (the tail's offset span), so
+    /// the key map is not rehashed while folding.
+    pub fn reserve(&mut self, records: usize) {
+        match &mut self.latest {
+            KeyIndex::Integer(m) => m.reserve(records),
+            KeyIndex::Encoded(_, m) => m.reserve(records),
+        }
+    }
+
     /// Applies changelog records in offset order.
     pub fn apply(&mut self, batch: &RecordBatch, change_types: &[ChangeType]) -> Result<()> {
+        if batch.num_rows() > u32::MAX as usize || self.batches.len() >= u32::MAX as usize {
+            return Err(crate::error::Error::internal(
+                "changelog fold holds at most 2^32 batches of 2^32 rows",
+            ));
+        }
         self.batches.push(batch.clone());
-        let index = self.batches.len() - 1;
+        let index = ((self.batches.len() - 1) as u64) << 32;
         let value = |row: usize, change: &ChangeType| match change {
-            ChangeType::UpdateBefore | ChangeType::Delete => None,
-            _ => Some((index, row)),
+            ChangeType::UpdateBefore | ChangeType::Delete => DELETED,
+            _ => index | row as u64,
         };
         match &mut self.latest {
             KeyIndex::Integer(map) => {
@@ -144,9 +164,12 @@ impl ChangelogFold {
 
     /// The tail's live rows (last upsert of every key not deleted), in one batch.
     pub fn live_rows(&self) -> Result<RecordBatch> {
+        let unpack = |latest: &Latest| {
+            (*latest != DELETED).then(|| ((*latest >> 32) as usize, (*latest as u32) as usize))
+        };
         let picks: Vec<(usize, usize)> = match &self.latest {
-            KeyIndex::Integer(m) => m.values().flatten().copied().collect(),
-            KeyIndex::Encoded(_, m) => m.values().flatten().copied().collect(),
+            KeyIndex::Integer(m) => m.values().filter_map(unpack).collect(),
+            KeyIndex::Encoded(_, m) => m.values().filter_map(unpack).collect(),
         };
         if picks.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));

@@ -21,11 +21,9 @@ mod peers;
 mod queries;
 mod report;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use clap::Parser;
@@ -33,6 +31,7 @@ use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use fluss_datafusion::alloc::PeakTrackingAllocator;
 use fluss_datafusion::provider::FlussCatalog;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -41,28 +40,11 @@ use generate::{BenchResult, Context, DATABASE, Dataset, GenConfig, LakeFormat, T
 use peers::DecodeResult;
 use queries::Query;
 
-/// Counts live and peak heap bytes (peak memory of a query).
-struct CountingAllocator;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
+/// mimalloc (as datafusion-cli uses) with live and peak heap bytes counted (peak
+/// memory of a query); every engine in the run shares it.
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: PeakTrackingAllocator<mimalloc::MiMalloc> =
+    PeakTrackingAllocator::new(mimalloc::MiMalloc);
 
 /// Command-line flags.
 #[derive(Debug, Clone, Parser)]
@@ -431,10 +413,9 @@ async fn time_sql(
 
 /// Peak heap growth while running `sql` once.
 async fn peak_heap(ctx: &SessionContext, sql: &str) -> BenchResult<usize> {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = ALLOCATOR.reset_peak();
     run_sql(ctx, sql).await?;
-    Ok(PEAK.load(Ordering::Relaxed).saturating_sub(base))
+    Ok(ALLOCATOR.peak().saturating_sub(base))
 }
 
 fn count_value(batches: &[datafusion::arrow::array::RecordBatch]) -> Option<i64> {
