@@ -337,3 +337,87 @@ async fn point_lookups_by_bucket_key_read_one_bucket() {
         assert!(out.contains("| 1 |"), "id {id}: {out}");
     }
 }
+
+#[tokio::test]
+async fn scans_use_at_most_target_partitions_and_answer_the_same() {
+    // Buckets are grouped into target_partitions output partitions (read one after
+    // another inside a partition); the answer does not depend on the grouping.
+    let (_dir, store, _) = setup().await;
+    for (name, pk) in [("users", true), ("events", false)] {
+        let path = TablePath::new("db", name);
+        store
+            .create_table(&path, &descriptor(pk, 4), false)
+            .await
+            .unwrap();
+        let ids: Vec<i64> = (1..=60).collect();
+        let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let scores: Vec<i32> = ids.iter().map(|i| *i as i32).collect();
+        let write = |batch: RecordBatch| {
+            let (store, path) = (store.clone(), path.clone());
+            async move {
+                if pk {
+                    store.upsert(&path, &batch).await.unwrap();
+                } else {
+                    store.append(&path, &batch).await.unwrap();
+                }
+            }
+        };
+        write(rows(&ids[..40], &names[..40], &scores[..40])).await;
+        tier(&store, &path).await.unwrap();
+        write(rows(&ids[30..], &names[30..], &scores[30..])).await;
+    }
+    let mut answers = Vec::new();
+    for target in [1usize, 2, 8] {
+        let config = datafusion::prelude::SessionConfig::new().with_target_partitions(target);
+        let ctx = SessionContext::new_with_config(config);
+        ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store.clone())));
+        for (name, node) in [
+            ("users", "FlussPrimaryKeyScanExec"),
+            ("events", "FlussLogScanExec"),
+        ] {
+            let sql = format!("SELECT * FROM fluss.db.{name}");
+            let plan = ctx
+                .sql(&sql)
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap();
+            let partitions = find_partitions(&plan, node).unwrap();
+            assert_eq!(partitions, target.min(4), "{name} at target {target}");
+            answers.push((
+                name,
+                query(
+                    &ctx,
+                    &format!("SELECT count(*) AS n, sum(score) AS s, count(DISTINCT id) AS k FROM fluss.db.{name}"),
+                )
+                .await,
+            ));
+        }
+    }
+    for (name, answer) in &answers {
+        let first = &answers.iter().find(|(n, _)| n == name).unwrap().1;
+        assert_eq!(answer, first, "{name}");
+    }
+    // users: 60 keys (30..40 updated in place); events: 40 lake + 30 tail rows.
+    assert!(
+        answers[0].1.contains("| 60 | 1830 | 60 |"),
+        "{}",
+        answers[0].1
+    );
+    assert!(answers[1].1.contains("| 70 | "), "{}", answers[1].1);
+}
+
+/// Output partitions of the first plan node named `node`.
+fn find_partitions(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    node: &str,
+) -> Option<usize> {
+    if plan.name() == node {
+        return Some(plan.properties().output_partitioning().partition_count());
+    }
+    plan.children()
+        .into_iter()
+        .find_map(|child| find_partitions(child, node))
+}

@@ -165,7 +165,7 @@ impl ChangelogFold {
     /// The tail's live rows (last upsert of every key not deleted), in one batch.
     pub fn live_rows(&self) -> Result<RecordBatch> {
         let unpack = |latest: &Latest| {
-            (*latest != DELETED).then(|| ((*latest >> 32) as usize, (*latest as u32) as usize))
+            (*latest != DELETED).then_some(((*latest >> 32) as usize, (*latest as u32) as usize))
         };
         let picks: Vec<(usize, usize)> = match &self.latest {
             KeyIndex::Integer(m) => m.values().filter_map(unpack).collect(),
