@@ -105,15 +105,21 @@ async fn time_planning(ctx: &SessionContext, sql: &str, runs: usize) -> Duration
     median(samples)
 }
 
-async fn time_sql(ctx: &SessionContext, sql: &str, runs: usize) -> Duration {
-    ctx.sql(sql).await.unwrap().collect().await.unwrap(); // warm-up
-    let mut samples = Vec::new();
-    for _ in 0..runs {
-        let start = Instant::now();
-        ctx.sql(sql).await.unwrap().collect().await.unwrap();
-        samples.push(start.elapsed());
+/// Median times of two queries run alternately (`a b a b ...` after one warm-up each),
+/// so drift on a busy machine hits both sides alike.
+async fn time_pair(ctx: &SessionContext, a: &str, b: &str, runs: usize) -> (Duration, Duration) {
+    for sql in [a, b] {
+        ctx.sql(sql).await.unwrap().collect().await.unwrap(); // warm-up
     }
-    median(samples)
+    let (mut times_a, mut times_b) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        for (sql, samples) in [(a, &mut times_a), (b, &mut times_b)] {
+            let start = Instant::now();
+            ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            samples.push(start.elapsed());
+        }
+    }
+    (median(times_a), median(times_b))
 }
 
 /// Sum of a counter / pruning metric over the plan tree.
@@ -206,8 +212,13 @@ async fn bench_log_vs_listing(
     )
     .unwrap();
     let query = |t: &str| format!("SELECT count(*), sum(score), max(name), min(id) FROM {t}");
-    let union = time_sql(&ctx, &query("fluss.db.events"), scale.runs).await;
-    let listing = time_sql(&ctx, &query("listing_events"), scale.runs).await;
+    let (union, listing) = time_pair(
+        &ctx,
+        &query("fluss.db.events"),
+        &query("listing_events"),
+        scale.runs,
+    )
+    .await;
     let ratio = union.as_secs_f64() / listing.as_secs_f64();
     let union_plan = time_planning(&ctx, &query("fluss.db.events"), scale.runs).await;
     let listing_plan = time_planning(&ctx, &query("listing_events"), scale.runs).await;
@@ -255,8 +266,8 @@ async fn bench_pk_tail(scale: &Scale, report: &mut serde_json::Map<String, serde
             .await
             .unwrap();
         let sql = |t: &str| format!("SELECT count(*), sum(score), max(name) FROM fluss.db.{t}");
-        let lake_only = time_sql(&ctx, &sql("\"users$lake\""), scale.runs).await;
-        let union = time_sql(&ctx, &sql("users"), scale.runs).await;
+        let (union, lake_only) =
+            time_pair(&ctx, &sql("users"), &sql("\"users$lake\""), scale.runs).await;
         // peak heap above the baseline during one union query
         let base = ALLOCATOR.reset_peak();
         ctx.sql(&sql("users"))
@@ -373,7 +384,7 @@ fn main() {
             log_rows: 2_000_000,
             pk_rows: 400_000,
             filter_batches: 200,
-            runs: 7,
+            runs: 21,
             measure,
         }
     } else {

@@ -231,8 +231,8 @@ fn contiguous_groups(files: Vec<PartitionedFile>, target: usize) -> Vec<Vec<Part
 
 /// Plans plain lake parquet files as DataFusion's parquet scan: `table_schema` is the
 /// Fluss schema (the schema adapter casts file types and ignores lake-only columns),
-/// files bin-packed into `target_partitions` groups, the predicate used for row-group
-/// and page pruning.
+/// files in path order cut into `target_partitions` contiguous groups, the predicate
+/// used for row-group and page pruning.
 pub fn parquet_scan(
     state: &dyn Session,
     files: &[LakeFile],

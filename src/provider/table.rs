@@ -6,8 +6,9 @@
 //! ```text
 //! log table:  UnionExec ─┬─ DataSourceExec (lake parquet, file groups)   [+ FlussLakeMergeExec for DV splits]
 //!                        └─ FlussLogScanExec (buckets' [tiered offset, hw) over target_partitions)
-//! PK table:   FlussPrimaryKeyScanExec (one partition per bucket: merged lake rows anti-joined
-//!                                      with the folded changelog tail, plus live tail rows)
+//! PK table:   FlussPrimaryKeyScanExec (per bucket: merged lake rows anti-joined with the
+//!                                      folded changelog tail, plus live tail rows; buckets
+//!                                      over target_partitions)
 //! ```
 //!
 //! Filters: those on partition columns are `Exact` (partitions are pruned on both
