@@ -51,18 +51,31 @@ pub struct PrimaryKeyBucketTask {
     pub tail: Option<BucketCut>,
 }
 
+/// What every bucket of a primary-key scan reads and how it merges.
+#[derive(Debug)]
+pub struct PrimaryKeyMergeInputs {
+    /// Where the log tail comes from.
+    pub source: Arc<dyn FlussSource>,
+    /// The Fluss table.
+    pub table: FlussTable,
+    /// The lake table and pinned snapshot id, if anything was tiered.
+    pub lake: Option<(Table, i64)>,
+    /// Table columns read: the projection plus the key columns.
+    pub scan_columns: Vec<usize>,
+    /// The table schema projected to `scan_columns`.
+    pub scan_schema: SchemaRef,
+    /// Positions of the key columns in `scan_schema`.
+    pub key_positions: Vec<usize>,
+    /// Positions in `scan_schema` of the columns the scan outputs.
+    pub output_positions: Vec<usize>,
+}
+
 /// The primary-key union scan.
 #[derive(Debug)]
 pub struct FlussPrimaryKeyScanExec {
-    source: Arc<dyn FlussSource>,
-    table: FlussTable,
-    lake: Option<(Table, i64)>,
+    inputs: Arc<PrimaryKeyMergeInputs>,
     /// Buckets read by each output partition, one after another.
     groups: Vec<Vec<PrimaryKeyBucketTask>>,
-    scan_columns: Vec<usize>,
-    scan_schema: SchemaRef,
-    key_positions: Vec<usize>,
-    output_positions: Vec<usize>,
     schema: SchemaRef,
     limit: Option<usize>,
     filters: Vec<String>,
@@ -71,24 +84,16 @@ pub struct FlussPrimaryKeyScanExec {
 }
 
 impl FlussPrimaryKeyScanExec {
-    /// `scan_columns` are table columns read (the projection plus the key columns);
-    /// `output_positions` pick the projection out of them; `tasks` are spread over at
-    /// most `target_partitions` output partitions.
-    #[allow(clippy::too_many_arguments)]
+    /// A scan merging `tasks` (spread over at most `target_partitions` output
+    /// partitions); `filters` are shown by EXPLAIN.
     pub fn new(
-        source: Arc<dyn FlussSource>,
-        table: FlussTable,
-        lake: Option<(Table, i64)>,
+        inputs: PrimaryKeyMergeInputs,
         tasks: Vec<PrimaryKeyBucketTask>,
         target_partitions: usize,
-        scan_columns: Vec<usize>,
-        scan_schema: SchemaRef,
-        key_positions: Vec<usize>,
-        output_positions: Vec<usize>,
         limit: Option<usize>,
         filters: Vec<String>,
     ) -> DfResult<Self> {
-        let schema = Arc::new(scan_schema.project(&output_positions)?);
+        let schema = Arc::new(inputs.scan_schema.project(&inputs.output_positions)?);
         let groups = super::describe::group_by_size(tasks, target_partitions, |t| {
             let lake: i64 = t.lake_splits.iter().map(DataSplit::row_count).sum();
             let tail = t.tail.as_ref().map_or(0, |c| c.range.stop - c.range.start);
@@ -96,14 +101,8 @@ impl FlussPrimaryKeyScanExec {
         });
         let properties = super::describe::leaf_properties(&schema, groups.len());
         Ok(Self {
-            source,
-            table,
-            lake,
+            inputs: Arc::new(inputs),
             groups,
-            scan_columns,
-            scan_schema,
-            key_positions,
-            output_positions,
             schema,
             limit,
             filters,
@@ -121,8 +120,9 @@ impl DisplayAs for FlussPrimaryKeyScanExec {
         write!(
             f,
             "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={}, log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
-            self.table.path,
-            self.lake
+            self.inputs.table.path,
+            self.inputs
+                .lake
                 .as_ref()
                 .map_or("none".to_string(), |(_, s)| s.to_string()),
             splits,
@@ -156,13 +156,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             return Ok(super::describe::empty_partition(schema));
         };
         let merge = Arc::new(BucketMerge {
-            source: self.source.clone(),
-            table: self.table.clone(),
-            lake: self.lake.clone(),
-            scan_columns: self.scan_columns.clone(),
-            scan_schema: self.scan_schema.clone(),
-            keys: self.key_positions.clone(),
-            output: self.output_positions.clone(),
+            inputs: self.inputs.clone(),
             counters: super::describe::log_counters(&self.metrics, partition),
             lake_rows: MetricBuilder::new(&self.metrics).counter("lake_rows", partition),
             dropped: MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition),
@@ -193,13 +187,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
 
 /// What merging one bucket needs, shared by the buckets of an output partition.
 struct BucketMerge {
-    source: Arc<dyn FlussSource>,
-    table: FlussTable,
-    lake: Option<(Table, i64)>,
-    scan_columns: Vec<usize>,
-    scan_schema: SchemaRef,
-    keys: Vec<usize>,
-    output: Vec<usize>,
+    inputs: Arc<PrimaryKeyMergeInputs>,
     counters: crate::log::LogReadCounters,
     lake_rows: Count,
     dropped: Count,
@@ -214,18 +202,20 @@ impl BucketMerge {
         task: PrimaryKeyBucketTask,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         // 1. fold the tail
-        let mut fold = ChangelogFold::new(self.scan_schema.clone(), self.keys.clone())?;
+        let inputs = &self.inputs;
+        let mut fold =
+            ChangelogFold::new(inputs.scan_schema.clone(), inputs.key_positions.clone())?;
         if let Some(cut) = &task.tail {
             fold.reserve((cut.range.stop - cut.range.start).clamp(0, 1 << 24) as usize);
             let options = LogReadOptions {
-                projection: Some(self.scan_columns.clone()),
+                projection: Some(inputs.scan_columns.clone()),
                 predicate: None,
                 verify_crc: true,
                 counters: Some(self.counters.clone()),
             };
-            let mut tail = self
+            let mut tail = inputs
                 .source
-                .read_log(&self.table, &cut.location, cut.range, options)
+                .read_log(&inputs.table, &cut.location, cut.range, options)
                 .await?;
             while let Some(batch) = tail.try_next().await? {
                 fold.apply(&batch.batch, &batch.change_types)?;
@@ -233,27 +223,27 @@ impl BucketMerge {
         }
         let fold = Arc::new(fold);
         // 2. lake rows not overridden by the tail
-        let lake_stream = match (&self.lake, task.lake_splits.is_empty()) {
+        let lake_stream = match (&inputs.lake, task.lake_splits.is_empty()) {
             (Some((lake_table, _)), false) => {
                 let fold = fold.clone();
                 let merge = self.clone();
                 merged_stream(
                     lake_table,
                     task.lake_splits,
-                    self.scan_schema.clone(),
-                    self.table.path.to_string(),
+                    inputs.scan_schema.clone(),
+                    inputs.table.path.to_string(),
                 )?
                 .map(move |batch| {
                     let batch = batch?;
                     merge.lake_rows.add(batch.num_rows());
-                    let keep = fold.surviving(&batch, &merge.keys)?;
+                    let keep = fold.surviving(&batch, &merge.inputs.key_positions)?;
                     let kept = if keep.true_count() == batch.num_rows() {
                         batch
                     } else {
                         filter_record_batch(&batch, &keep)?
                     };
                     merge.dropped.add(keep.len() - kept.num_rows());
-                    Ok(kept.project(&merge.output)?)
+                    Ok(kept.project(&merge.inputs.output_positions)?)
                 })
                 .boxed()
             }
@@ -262,7 +252,7 @@ impl BucketMerge {
         // 3. the tail's live rows
         let live = fold.live_rows()?;
         self.tail_live.add(live.num_rows());
-        let live = live.project(&self.output)?;
+        let live = live.project(&inputs.output_positions)?;
         let tail_stream = futures::stream::iter((live.num_rows() > 0).then_some(Ok(live)));
         Ok(lake_stream.chain(tail_stream).boxed())
     }

@@ -40,7 +40,7 @@ use datafusion::scalar::ScalarValue;
 
 use super::lake_exec::{FlussLakeMergeExec, parquet_scan};
 use super::log_exec::FlussLogScanExec;
-use super::pk_exec::{FlussPrimaryKeyScanExec, PrimaryKeyBucketTask};
+use super::pk_exec::{FlussPrimaryKeyScanExec, PrimaryKeyBucketTask, PrimaryKeyMergeInputs};
 use crate::error::{Error, Result};
 use crate::lake::paimon::PaimonLake;
 use crate::lake::paimon_scan::{
@@ -443,16 +443,19 @@ impl FlussTableProvider {
             }
         }
         tasks.retain(|t| t.tail.is_some() || !t.lake_splits.is_empty());
-        let exec = FlussPrimaryKeyScanExec::new(
-            self.source.clone(),
-            self.table.clone(),
-            lake.as_ref().map(|l| (l.table.clone(), l.snapshot_id)),
-            tasks,
-            state.config().target_partitions(),
+        let inputs = PrimaryKeyMergeInputs {
+            source: self.source.clone(),
+            table: self.table.clone(),
+            lake: lake.as_ref().map(|l| (l.table.clone(), l.snapshot_id)),
             scan_columns,
             scan_schema,
             key_positions,
             output_positions,
+        };
+        let exec = FlussPrimaryKeyScanExec::new(
+            inputs,
+            tasks,
+            state.config().target_partitions(),
             limit,
             filters
                 .iter()
