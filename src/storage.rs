@@ -145,8 +145,36 @@ impl Storage {
         }
     }
 
+    /// The local file of a relative `path` under a local root (validated like every
+    /// other path). Small reads, sizes and listings of such files go straight to the
+    /// file system: through `object_store` each is a hop to a blocking thread, and a
+    /// query's planning makes a dozen of them (metadata JSON, per-bucket log ends).
+    fn direct_local(&self, path: &str) -> Result<Option<PathBuf>> {
+        if self.local_root.is_none() || is_absolute(path) {
+            return Ok(None);
+        }
+        self.child(path)?;
+        Ok(self.local_path(path))
+    }
+
     /// Reads a whole object.
     pub async fn read(&self, path: &str) -> Result<Bytes> {
+        if let Some(local) = self.direct_local(path)? {
+            let read = || -> std::io::Result<Option<Vec<u8>>> {
+                let mut file = std::fs::File::open(&local)?;
+                if file.metadata()?.len() > DIRECT_READ_LIMIT {
+                    return Ok(None);
+                }
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut bytes)?;
+                Ok(Some(bytes))
+            };
+            match read() {
+                Ok(Some(bytes)) => return Ok(Bytes::from(bytes)),
+                Ok(None) => {}
+                Err(e) => return Err(Error::from(e).with_context("file", path)),
+            }
+        }
         let (store, object) = self.locate(path)?;
         let result = store
             .get(&object)
@@ -160,6 +188,21 @@ impl Storage {
 
     /// Reads bytes `range` of an object.
     pub async fn read_range(&self, path: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
+        if range.end.saturating_sub(range.start) <= DIRECT_READ_LIMIT
+            && let Some(local) = self.direct_local(path)?
+        {
+            let read = || -> std::io::Result<Vec<u8>> {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut file = std::fs::File::open(&local)?;
+                file.seek(SeekFrom::Start(range.start))?;
+                let mut bytes = vec![0; range.end.saturating_sub(range.start) as usize];
+                file.read_exact(&mut bytes)?;
+                Ok(bytes)
+            };
+            return read()
+                .map(Bytes::from)
+                .map_err(|e| Error::from(e).with_context("file", path));
+        }
         let (store, object) = self.locate(path)?;
         store
             .get_range(&object, range)
@@ -169,6 +212,11 @@ impl Storage {
 
     /// Size of an object in bytes.
     pub async fn size(&self, path: &str) -> Result<u64> {
+        if let Some(local) = self.direct_local(path)? {
+            return std::fs::metadata(&local)
+                .map(|m| m.len())
+                .map_err(|e| Error::from(e).with_context("file", path));
+        }
         let (store, object) = self.locate(path)?;
         Ok(store
             .head(&object)
@@ -233,8 +281,29 @@ impl Storage {
         Ok(())
     }
 
-    /// Names of the immediate children (files and directories) of a directory.
+    /// Names of the immediate children (files and directories) of a directory; a
+    /// missing directory has none (as in an object store).
     pub async fn list_dir(&self, path: &str) -> Result<Vec<String>> {
+        if let Some(local) = self.direct_local(path)? {
+            let entries = match std::fs::read_dir(&local) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(Error::from(e).with_context("dir", path)),
+            };
+            let mut names = Vec::new();
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::from(e).with_context("dir", path))?;
+                // Skip what object_store's listing skips: non-UTF-8 names and the
+                // staging files of in-flight atomic writes (`name#123`).
+                if let Some(name) = entry.file_name().to_str()
+                    && !name.contains('#')
+                {
+                    names.push(name.to_string());
+                }
+            }
+            names.sort();
+            return Ok(names);
+        }
         let (store, object) = self.locate(path)?;
         let listing = store
             .list_with_delimiter(Some(&object))
@@ -283,6 +352,11 @@ impl Storage {
         Ok(())
     }
 }
+
+/// Largest read served straight from the local file system inside the async task
+/// (metadata files, log ends, tail ranges); larger reads go through `object_store`,
+/// which moves them to a blocking thread.
+const DIRECT_READ_LIMIT: u64 = 1 << 20;
 
 fn is_absolute(path: &str) -> bool {
     path.starts_with('/') || path.contains("://")
@@ -339,5 +413,20 @@ mod tests {
         storage.append("a/log", b"34").await.unwrap();
         storage.truncate("a/log", 3).await.unwrap();
         assert_eq!(storage.read("a/log").await.unwrap().as_ref(), b"123");
+        assert_eq!(
+            storage.read_range("a/log", 1..3).await.unwrap().as_ref(),
+            b"23"
+        );
+        assert!(storage.read_range("a/log", 1..9).await.is_err());
+        assert_eq!(storage.size("a/log").await.unwrap(), 3);
+        assert!(storage.size("../x").await.is_err());
+        assert!(storage.list_dir("../").await.is_err());
+        assert!(storage.list_dir("missing").await.unwrap().is_empty());
+        assert_eq!(storage.list_dir("a").await.unwrap(), vec!["b.json", "log"]);
+        let big = Bytes::from(vec![7u8; (DIRECT_READ_LIMIT + 10) as usize]);
+        storage.put_atomic("a/big", big.clone()).await.unwrap();
+        assert_eq!(storage.read("a/big").await.unwrap(), big);
+        let err = storage.read("a/none").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound);
     }
 }

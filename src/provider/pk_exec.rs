@@ -22,7 +22,7 @@ use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::metrics::{
-    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -161,6 +161,9 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             lake_rows: MetricBuilder::new(&self.metrics).counter("lake_rows", partition),
             dropped: MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition),
             tail_live: MetricBuilder::new(&self.metrics).counter("tail_live_rows", partition),
+            fold_time: MetricBuilder::new(&self.metrics).subset_time("tail_fold_time", partition),
+            anti_join_time: MetricBuilder::new(&self.metrics)
+                .subset_time("lake_anti_join_time", partition),
         });
         // The group's buckets one after another: each bucket's fold is dropped before
         // the next one is built.
@@ -192,6 +195,10 @@ struct BucketMerge {
     lake_rows: Count,
     dropped: Count,
     tail_live: Count,
+    /// Reading, decoding and folding the tail.
+    fold_time: Time,
+    /// Probing lake rows against the fold and filtering them.
+    anti_join_time: Time,
 }
 
 impl BucketMerge {
@@ -203,6 +210,7 @@ impl BucketMerge {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         // 1. fold the tail
         let inputs = &self.inputs;
+        let fold_timer = self.fold_time.timer();
         let mut fold =
             ChangelogFold::new(inputs.scan_schema.clone(), inputs.key_positions.clone())?;
         if let Some(cut) = &task.tail {
@@ -221,6 +229,7 @@ impl BucketMerge {
                 fold.apply(&batch.batch, &batch.change_types)?;
             }
         }
+        fold_timer.done();
         let fold = Arc::new(fold);
         // 2. lake rows not overridden by the tail
         let lake_stream = match (&inputs.lake, task.lake_splits.is_empty()) {
@@ -236,6 +245,7 @@ impl BucketMerge {
                 .map(move |batch| {
                     let batch = batch?;
                     merge.lake_rows.add(batch.num_rows());
+                    let _timer = merge.anti_join_time.timer();
                     let keep = fold.surviving(&batch, &merge.inputs.key_positions)?;
                     let kept = if keep.true_count() == batch.num_rows() {
                         batch
