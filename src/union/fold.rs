@@ -7,6 +7,7 @@
 //! - lake rows whose key appears in the tail are dropped (the changelog always wins);
 //! - the tail's surviving upserts are emitted after the lake rows.
 
+use datafusion::arrow::array::BooleanBufferBuilder;
 use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::compute::{cast, interleave_record_batch};
@@ -45,6 +46,23 @@ fn as_i64(column: &ArrayRef) -> Result<ArrayRef> {
     Ok(cast(column, &DataType::Int64)?)
 }
 
+/// The touched keys of `map` as `(min, bit per key in [min, max])`, or `None` when the
+/// range is too sparse for a bitmap.
+fn dense_keys(map: &HashMap<i64, Latest>) -> Option<(i64, BooleanBuffer)> {
+    let min = *map.keys().min()?;
+    let max = *map.keys().max()?;
+    let range = (max as i128) - (min as i128) + 1;
+    if range > 64 * map.len() as i128 {
+        return None;
+    }
+    let mut bits = BooleanBufferBuilder::new(range as usize);
+    bits.append_n(range as usize, false);
+    for key in map.keys() {
+        bits.set_bit((*key as i128 - min as i128) as usize, true);
+    }
+    Some((min, bits.finish()))
+}
+
 /// The folded changelog tail of one bucket.
 #[derive(Debug)]
 pub struct ChangelogFold {
@@ -55,6 +73,11 @@ pub struct ChangelogFold {
     /// per row.
     latest: KeyIndex,
     records: usize,
+    /// Integer keys touched, as one bit per key in `[min, max]` when that range is at
+    /// most 64 keys per touched key (8 bytes each, so memory still follows the tail):
+    /// probing every lake row against a small bitmap beats probing the map. Built on
+    /// the first probe, once the fold is complete.
+    touched: std::sync::OnceLock<Option<(i64, BooleanBuffer)>>,
 }
 
 impl ChangelogFold {
@@ -75,6 +98,7 @@ impl ChangelogFold {
             batches: Vec::new(),
             latest,
             records: 0,
+            touched: std::sync::OnceLock::new(),
         })
     }
 
@@ -148,7 +172,13 @@ impl ChangelogFold {
             KeyIndex::Integer(map) => {
                 let keys = as_i64(lake.column(key_columns[0]))?;
                 let keys = keys.as_primitive::<Int64Type>().values();
-                BooleanBuffer::collect_bool(rows, |i| !map.contains_key(&keys[i]))
+                match self.touched.get_or_init(|| dense_keys(map)) {
+                    Some((min, bits)) => BooleanBuffer::collect_bool(rows, |i| {
+                        let at = (keys[i] as i128) - (*min as i128);
+                        !(at >= 0 && (at as usize) < bits.len() && bits.value(at as usize))
+                    }),
+                    None => BooleanBuffer::collect_bool(rows, |i| !map.contains_key(&keys[i])),
+                }
             }
             KeyIndex::Encoded(converter, map) => {
                 let columns: Vec<_> = key_columns
@@ -218,6 +248,27 @@ mod tests {
         assert_eq!(keep, BooleanArray::from(vec![false, false, true]));
         assert_eq!(fold.keys(), 4);
         assert_eq!(fold.records(), 7);
+    }
+
+    #[test]
+    fn dense_and_sparse_integer_keys_probe_alike() {
+        use ChangeType::*;
+        // dense: keys 10..20 (bitmap); sparse: 10 keys spread over 10^12 (map)
+        for step in [1i64, 100_000_000_000] {
+            let ids: Vec<i64> = (0..10).map(|k| 10 + k * step).collect();
+            let names = vec!["x"; 10];
+            let mut fold = ChangelogFold::new(batch(&ids, &names).schema(), vec![0]).unwrap();
+            fold.apply(&batch(&ids, &names), &[Insert; 10]).unwrap();
+            let lake_ids = vec![i64::MIN, 9, 10, 10 + 5 * step, 11 + 9 * step, i64::MAX];
+            let keep = fold.surviving(&batch(&lake_ids, &["y"; 6]), &[0]).unwrap();
+            let dense = fold.touched.get().unwrap().is_some();
+            assert_eq!(dense, step == 1);
+            assert_eq!(
+                keep,
+                BooleanArray::from(vec![true, true, false, false, true, true]),
+                "step {step}"
+            );
+        }
     }
 
     #[test]

@@ -80,7 +80,9 @@ pub fn all() -> Vec<Query> {
             title: "COUNT(*) on lineitem",
             sql: "SELECT count(*) AS n FROM {lineitem}",
             tables: &[("lineitem", &["l_orderkey"])],
-            full_scan: true,
+            // Answered from exact row counts (lake manifests, log offsets) without a
+            // scan: it measures planning, so the scan-scaling targets leave it out.
+            full_scan: false,
         },
         Query {
             name: "top_n",
