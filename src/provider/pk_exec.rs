@@ -18,6 +18,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
@@ -33,7 +34,7 @@ use futures::{StreamExt, TryStreamExt};
 use paimon::table::{DataSplit, Table};
 
 use super::lake_exec::merged_stream;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, ChangelogFold};
@@ -165,14 +166,26 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             anti_join_time: MetricBuilder::new(&self.metrics)
                 .subset_time("lake_anti_join_time", partition),
         });
-        // The group's buckets one after another: each bucket's fold is dropped before
-        // the next one is built.
+        // The group's buckets one after another; the next bucket's tail is folded on
+        // its own task while this one's lake rows stream, so folding (CPU) overlaps
+        // lake reads (I/O waits). At most two folds of a partition are alive at once.
         let stream = futures::stream::iter(tasks)
             .map(move |task| {
                 let merge = merge.clone();
-                futures::stream::once(async move { merge.bucket(task).await }).try_flatten()
+                let folding = SpawnedTask::spawn({
+                    let (merge, task) = (merge.clone(), task.clone());
+                    async move { merge.fold_tail(&task).await }
+                });
+                async move {
+                    let fold = folding
+                        .join()
+                        .await
+                        .map_err(|e| Error::internal(format!("tail fold task failed: {e}")))??;
+                    merge.merge(task, fold)
+                }
             })
-            .flatten()
+            .buffered(2)
+            .try_flatten()
             .map(|r| r.map_err(DataFusionError::from))
             .boxed();
         let stream = super::describe::limit_stream(stream, self.limit);
@@ -202,15 +215,10 @@ struct BucketMerge {
 }
 
 impl BucketMerge {
-    /// Folds the bucket's tail, then streams its surviving lake rows and the tail's
-    /// live rows.
-    async fn bucket(
-        self: Arc<Self>,
-        task: PrimaryKeyBucketTask,
-    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        // 1. fold the tail
+    /// Reads and folds the bucket's tail.
+    async fn fold_tail(&self, task: &PrimaryKeyBucketTask) -> Result<ChangelogFold> {
         let inputs = &self.inputs;
-        let fold_timer = self.fold_time.timer();
+        let _timer = self.fold_time.timer();
         let mut fold =
             ChangelogFold::new(inputs.scan_schema.clone(), inputs.key_positions.clone())?;
         if let Some(cut) = &task.tail {
@@ -229,7 +237,17 @@ impl BucketMerge {
                 fold.apply(&batch.batch, &batch.change_types)?;
             }
         }
-        fold_timer.done();
+        Ok(fold)
+    }
+
+    /// Streams the bucket's lake rows whose key the tail did not touch, then the
+    /// tail's live rows.
+    fn merge(
+        self: Arc<Self>,
+        task: PrimaryKeyBucketTask,
+        fold: ChangelogFold,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let inputs = &self.inputs;
         let fold = Arc::new(fold);
         // 2. lake rows not overridden by the tail
         let lake_stream = match (&inputs.lake, task.lake_splits.is_empty()) {
