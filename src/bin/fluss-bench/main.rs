@@ -393,22 +393,68 @@ async fn run_sql(ctx: &SessionContext, sql: &str) -> BenchResult<usize> {
     Ok(batches.iter().map(|b| b.num_rows()).sum())
 }
 
-async fn time_sql(
-    ctx: &SessionContext,
-    sql: &str,
-    runs: usize,
-    warmup: usize,
-) -> BenchResult<Timing> {
-    let mut samples = Vec::new();
-    let mut rows = 0;
-    for i in 0..warmup + runs.max(1) {
-        let start = Instant::now();
-        rows = run_sql(ctx, sql).await?;
-        if i >= warmup {
-            samples.push(start.elapsed().as_secs_f64() * 1e3);
+/// One engine's run of one query.
+struct Engine<'a> {
+    name: &'static str,
+    ctx: &'a SessionContext,
+    sql: String,
+    target_partitions: usize,
+}
+
+impl<'a> Engine<'a> {
+    fn new(name: &'static str, ctx: &'a SessionContext, sql: String, tp: usize) -> Self {
+        Self {
+            name,
+            ctx,
+            sql,
+            target_partitions: tp,
         }
     }
-    Ok(Timing::from_samples(samples, rows))
+}
+
+/// Times every engine on its query: warm-ups first, then the measured runs taken in
+/// turn (`a b c a b c ...`), so drift on a busy machine hits every engine alike and
+/// the ratios between them stay fair. An engine that fails is dropped from the rest.
+async fn time_interleaved(
+    engines: &[Engine<'_>],
+    runs: usize,
+    warmup: usize,
+) -> Vec<BenchResult<Timing>> {
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); engines.len()];
+    let mut rows = vec![0; engines.len()];
+    let mut failed: Vec<Option<String>> = vec![None; engines.len()];
+    for (i, engine) in engines.iter().enumerate() {
+        for _ in 0..warmup {
+            if let Err(e) = run_sql(engine.ctx, &engine.sql).await {
+                failed[i] = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    for _ in 0..runs.max(1) {
+        for (i, engine) in engines.iter().enumerate() {
+            if failed[i].is_some() {
+                continue;
+            }
+            let start = Instant::now();
+            match run_sql(engine.ctx, &engine.sql).await {
+                Ok(n) => {
+                    samples[i].push(start.elapsed().as_secs_f64() * 1e3);
+                    rows[i] = n;
+                }
+                Err(e) => failed[i] = Some(e.to_string()),
+            }
+        }
+    }
+    samples
+        .into_iter()
+        .zip(rows)
+        .zip(failed)
+        .map(|((samples, rows), failed)| match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(Timing::from_samples(samples, rows)),
+        })
+        .collect()
 }
 
 /// Peak heap growth while running `sql` once.
@@ -540,15 +586,37 @@ async fn bench_dataset(
             .all(|(t, _)| dataset.table(t).is_some_and(|s| s.snapshot_id.is_some()))
     };
 
+    // ListingTable peers over the same files, only meaningful when everything is in
+    // the lake. They get their own context: DataFusion's footer cache is keyed by path,
+    // and the two sides describe the same files with different modification times, so
+    // sharing one cache would make each evict the other's footers on every run.
+    let mut lake_files = BTreeMap::new();
+    let listing_ctx = ctx_with(&dataset.store, main_tp);
+    if config.tail_share == 0.0 {
+        for table in queries::TABLES {
+            let f = peers::lake_files(&dataset.store, table).await?;
+            let schema = generate::table_schema(table)?;
+            peers::register_listing(&listing_ctx, &listing_name(table), &f, schema)?;
+            lake_files.insert(table, f);
+        }
+    }
+
     for q in &queries {
         eprintln!("  sf {} tail {}: {}", ds.0, ds.1, q.name);
-        for (tp, c) in &ctxs {
-            let r = time_sql(c, &q.render(union_name), args.runs, args.warmup).await;
-            suite.record(ds, q.name, "union", *tp, r);
-        }
+        let mut engines: Vec<Engine> = ctxs
+            .iter()
+            .map(|(tp, c)| Engine::new("union", c, q.render(union_name), *tp))
+            .collect();
         if all_tiered(q) {
-            let r = time_sql(ctx, &q.render(lake_name), args.runs, args.warmup).await;
-            suite.record(ds, q.name, "lake_only", main_tp, r);
+            engines.push(Engine::new("lake_only", ctx, q.render(lake_name), main_tp));
+        }
+        if !lake_files.is_empty() {
+            let sql = q.render(listing_name);
+            engines.push(Engine::new("listing_table", &listing_ctx, sql, main_tp));
+        }
+        let timings = time_interleaved(&engines, args.runs, args.warmup).await;
+        for (engine, r) in engines.iter().zip(timings) {
+            suite.record(ds, q.name, engine.name, engine.target_partitions, r);
         }
     }
 
@@ -583,19 +651,9 @@ async fn bench_dataset(
         suite.lookups.push(finding);
     }
 
-    // peers on the same files: only meaningful when everything is in the lake
+    // Python peers on the same files (ListingTable ran with the queries above)
     if config.tail_share == 0.0 {
-        let mut files = BTreeMap::new();
-        for table in queries::TABLES {
-            let f = peers::lake_files(&dataset.store, table).await?;
-            let schema = generate::table_schema(table)?;
-            peers::register_listing(ctx, &listing_name(table), &f, schema)?;
-            files.insert(table, f);
-        }
-        for q in &queries {
-            let r = time_sql(ctx, &q.render(listing_name), args.runs, args.warmup).await;
-            suite.record(ds, q.name, "listing_table", main_tp, r);
-        }
+        let files = &lake_files;
         if let Ok(python) = py.python.clone() {
             let tables: serde_json::Map<String, Value> = files
                 .iter()
