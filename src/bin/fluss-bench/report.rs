@@ -334,7 +334,9 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
     // scaling with the tail share: linear fit of time vs share
     let mut detail = String::new();
     let mut fits = Vec::new();
-    if let Some(sf) = all_sfs.first() {
+    // the scale factor that got the tail-share sweep (the first one given)
+    let swept = all_sfs.iter().max_by_key(|sf| shares_at(suite, **sf).len());
+    if let Some(sf) = swept {
         let shares = shares_at(suite, *sf);
         if shares.len() >= 3 {
             let _ = write!(detail, "SF {sf}, union, shares {shares:?}: ");
