@@ -284,3 +284,39 @@ fn statements_piped_on_stdin_run_as_a_script() {
     assert!(output.status.success());
     assert_eq!(String::from_utf8_lossy(&output.stdout), "answer\n42\n");
 }
+
+#[test]
+fn external_tables_and_views_live_beside_fluss_tables() {
+    // CREATE EXTERNAL TABLE / CREATE VIEW register session tables in the current
+    // database: they join with Fluss tables, are listed, never shadow a Fluss table and
+    // are dropped without touching the store.
+    let store = small_store();
+    let csv = store.path().join("prices.csv");
+    std::fs::write(&csv, "id,tag\n1,red\n2,green\n4,brown\n").unwrap();
+    let out = sql(
+        store.path(),
+        &format!(
+            "CREATE EXTERNAL TABLE tags STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true');
+             CREATE VIEW cheap AS SELECT id, name FROM items WHERE price < 2;
+             SELECT i.id, i.name, t.tag FROM items i JOIN tags t ON i.id = t.id ORDER BY i.id;
+             SELECT * FROM cheap ORDER BY id;
+             SHOW TABLES;
+             DROP VIEW cheap;
+             DROP TABLE tags;
+             SELECT count(*) AS n FROM items",
+            csv.display()
+        ),
+    );
+    assert!(out.contains("| 1  | apple | red   |"), "{out}");
+    assert!(out.contains("| 2  | pear  | green |"), "{out}");
+    assert!(out.contains("| 4  | kiwi  | brown |"), "{out}");
+    assert!(out.contains("| 1  | apple |\n| 4  | kiwi  |"), "{out}");
+    assert!(out.contains("| tags ") && out.contains("| cheap "), "{out}");
+    assert!(out.contains("| 3 |"), "{out}");
+    // a session table cannot take a Fluss table's name
+    let r = run(
+        store.path(),
+        &["-q", "-c", "CREATE VIEW items AS SELECT 1 AS x"],
+    );
+    assert!(!r.ok && r.stderr.contains("items"), "{}", r.stderr);
+}

@@ -5,8 +5,13 @@
 //! SELECT * FROM fluss.<database>.<table>         union read (lake snapshot + log tail)
 //! SELECT * FROM fluss.<database>."<table>$lake"  lake snapshot only
 //! ```
+//!
+//! Tables DataFusion registers itself (`CREATE EXTERNAL TABLE`, `CREATE VIEW`,
+//! `SessionContext::register_table`) live for the catalog's lifetime only, beside the
+//! Fluss tables of their database; they never shadow a Fluss table.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
@@ -19,11 +24,15 @@ use super::table::{FlussTableProvider, ReadMode};
 use crate::error::ErrorKind;
 use crate::source::{FlussSource, LocalStore};
 
+/// Tables registered through DataFusion, by (database, table): not stored in Fluss.
+type SessionTables = Arc<RwLock<HashMap<(String, String), Arc<dyn TableProvider>>>>;
+
 /// The catalog of one Fluss source (register it as `fluss`).
 #[derive(Debug, Clone)]
 pub struct FlussCatalog {
     source: Arc<dyn FlussSource>,
     store: Option<Arc<LocalStore>>,
+    session_tables: SessionTables,
 }
 
 impl FlussCatalog {
@@ -32,6 +41,7 @@ impl FlussCatalog {
         Self {
             source: store.clone(),
             store: Some(store),
+            session_tables: Default::default(),
         }
     }
 
@@ -40,6 +50,7 @@ impl FlussCatalog {
         Self {
             source,
             store: None,
+            session_tables: Default::default(),
         }
     }
 }
@@ -59,6 +70,7 @@ impl CatalogProvider for FlussCatalog {
             source: self.source.clone(),
             store: self.store.clone(),
             database: name.to_string(),
+            session_tables: self.session_tables.clone(),
         }))
     }
 }
@@ -69,9 +81,25 @@ pub struct FlussSchema {
     source: Arc<dyn FlussSource>,
     store: Option<Arc<LocalStore>>,
     database: String,
+    session_tables: SessionTables,
 }
 
 impl FlussSchema {
+    fn session_table(&self, name: &str) -> Option<Arc<dyn TableProvider>> {
+        let tables = self.session_tables.read().ok()?;
+        tables
+            .get(&(self.database.clone(), name.to_string()))
+            .cloned()
+    }
+
+    fn fluss_table_names(&self) -> Vec<String> {
+        let source = self.source.clone();
+        let db = self.database.clone();
+        block_on(async move { source.list_tables(&db).await })
+            .and_then(|r| r)
+            .unwrap_or_default()
+    }
+
     async fn provider(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
         let (base, suffix) = match name.split_once('$') {
             Some((b, s)) => (b, Some(s)),
@@ -120,20 +148,60 @@ impl FlussSchema {
 #[async_trait]
 impl SchemaProvider for FlussSchema {
     fn table_names(&self) -> Vec<String> {
-        let source = self.source.clone();
-        let db = self.database.clone();
-        block_on(async move { source.list_tables(&db).await })
-            .and_then(|r| r)
-            .unwrap_or_default()
+        let mut names = self.fluss_table_names();
+        if let Ok(tables) = self.session_tables.read() {
+            names.extend(
+                tables
+                    .keys()
+                    .filter(|(db, _)| *db == self.database)
+                    .map(|(_, t)| t.clone()),
+            );
+        }
+        names.sort();
+        names
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        if let Some(table) = self.session_table(name) {
+            return Ok(Some(table));
+        }
         self.provider(name).await
     }
 
     fn table_exist(&self, name: &str) -> bool {
         let base = name.split_once('$').map_or(name, |(b, _)| b);
-        self.table_names().iter().any(|t| t == base)
+        self.session_table(name).is_some() || self.fluss_table_names().iter().any(|t| t == base)
+    }
+
+    /// Keeps a DataFusion-made table (external table, view) for this catalog's
+    /// lifetime; it is not written to the Fluss store.
+    fn register_table(
+        &self,
+        name: String,
+        table: Arc<dyn TableProvider>,
+    ) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        let base = name.split_once('$').map_or(name.as_str(), |(b, _)| b);
+        if self.fluss_table_names().iter().any(|t| t == base) {
+            return Err(DataFusionError::Plan(format!(
+                "{}.{name} is a Fluss table; choose another name",
+                self.database
+            )));
+        }
+        let mut tables = self
+            .session_tables
+            .write()
+            .map_err(|_| DataFusionError::Internal("session tables lock poisoned".into()))?;
+        Ok(tables.insert((self.database.clone(), name), table))
+    }
+
+    /// Forgets a DataFusion-made table; Fluss tables are dropped with `DROP TABLE`
+    /// through the store, never here.
+    fn deregister_table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        let mut tables = self
+            .session_tables
+            .write()
+            .map_err(|_| DataFusionError::Internal("session tables lock poisoned".into()))?;
+        Ok(tables.remove(&(self.database.clone(), name.to_string())))
     }
 }
 

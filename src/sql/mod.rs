@@ -207,6 +207,21 @@ impl FlussSession {
             Statement::DropTable { names, if_exists } => {
                 for name in names {
                     let path = self.table_path(&name)?;
+                    // A session table (CREATE EXTERNAL TABLE / VIEW) goes first: it is
+                    // never a Fluss table of the same name.
+                    let reference = datafusion::common::TableReference::full(
+                        CATALOG,
+                        path.database(),
+                        path.table(),
+                    );
+                    if self
+                        .ctx
+                        .deregister_table(reference)
+                        .map_err(from_datafusion)?
+                        .is_some()
+                    {
+                        continue;
+                    }
                     self.store.drop_table(&path, if_exists).await?;
                 }
                 Ok(StatementResult::empty())
