@@ -19,6 +19,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
@@ -196,8 +197,25 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         Some(self.metrics.clone_inner())
     }
 
-    fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
-        Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+    /// Inexact row count: lake rows plus tail offsets (updates and deletes make the
+    /// true count smaller). Enough for DataFusion to pick the PK table as a join's build
+    /// side when it is the smaller input.
+    fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        let rows = |t: &PrimaryKeyBucketTask| -> usize {
+            let lake: i64 = t.lake_splits.iter().map(DataSplit::row_count).sum();
+            let tail = t.tail.as_ref().map_or(0, |c| c.range.stop - c.range.start);
+            (lake.max(0) + tail.max(0)) as usize
+        };
+        let total: usize = match partition {
+            Some(p) => self.groups.get(p).map_or(0, |g| g.iter().map(rows).sum()),
+            None => self.groups.iter().flatten().map(rows).sum(),
+        };
+        let mut stats = Statistics::new_unknown(&self.schema);
+        stats.num_rows = Precision::Inexact(match self.limit {
+            Some(limit) => total.min(limit),
+            None => total,
+        });
+        Ok(Arc::new(stats))
     }
 }
 
