@@ -493,9 +493,8 @@ async fn load_pk_table(
     Ok(stats)
 }
 
-/// Generates a store at `root` (which must not exist yet or be empty).
-pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
-    let start = Instant::now();
+/// Opens (creating) a LocalStore at `root` with the bench database.
+async fn open_bench_store(root: &Path) -> BenchResult<Arc<LocalStore>> {
     std::fs::create_dir_all(root).context(|| format!("creating {}", root.display()))?;
     let location = root
         .to_str()
@@ -509,6 +508,13 @@ pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
         .create_database(DATABASE, None, true)
         .await
         .context(|| "creating the bench database".into())?;
+    Ok(store)
+}
+
+/// Generates a store at `root` (which must not exist yet or be empty).
+pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
+    let start = Instant::now();
+    let store = open_bench_store(root).await?;
     let mut tables = vec![
         load_log_table(&store, "lineitem", "l_orderkey", config).await?,
         load_log_table(&store, "orders", "o_orderkey", config).await?,
@@ -552,19 +558,7 @@ pub async fn generate_decode_tables(
     sf: f64,
     rows: usize,
 ) -> BenchResult<(Arc<LocalStore>, usize)> {
-    std::fs::create_dir_all(root).context(|| format!("creating {}", root.display()))?;
-    let location = root
-        .to_str()
-        .ok_or_else(|| format!("non-UTF-8 path {}", root.display()))?;
-    let store = Arc::new(
-        LocalStore::open(location)
-            .await
-            .context(|| format!("opening a LocalStore at {location}"))?,
-    );
-    store
-        .create_database(DATABASE, None, true)
-        .await
-        .context(|| "creating the bench database".into())?;
+    let store = open_bench_store(root).await?;
     let schema = table_schema("lineitem")?;
     let mut written = 0;
     for (name, compression) in [("lineitem_zstd", "ZSTD"), ("lineitem_lz4", "LZ4_FRAME")] {

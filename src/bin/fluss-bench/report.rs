@@ -77,6 +77,11 @@ fn geomean(values: &[f64]) -> Option<f64> {
     Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
 }
 
+/// The largest value, `None` for none.
+fn largest(values: &[f64]) -> Option<f64> {
+    values.iter().copied().reduce(f64::max)
+}
+
 fn sfs(suite: &Suite) -> Vec<f64> {
     let mut v: Vec<f64> = suite.datasets.iter().map(|d| d.sf).collect();
     v.sort_by(f64::total_cmp);
@@ -250,10 +255,7 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
             }
         }
     }
-    let worst = ratios
-        .iter()
-        .copied()
-        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+    let worst = largest(&ratios);
     targets.push(Target {
         name: "pk_union_tail10_vs_lake_only".into(),
         description: "PK table union read with a 10% tail / lake-only read of the same table"
@@ -314,10 +316,7 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
             }
         }
     }
-    let worst_e = exponents
-        .iter()
-        .copied()
-        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+    let worst_e = largest(&exponents);
     targets.push(Target {
         name: "scaling_with_data".into(),
         description: "time grows at most linearly with the scale factor: exponent ln(t2/t1)/ln(sf2/sf1) over full-scan queries".into(),
