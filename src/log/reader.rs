@@ -38,6 +38,12 @@ impl LogRange {
     pub fn is_empty(&self) -> bool {
         self.start >= self.stop
     }
+
+    /// How many offsets the range holds (records, or an upper bound where batches
+    /// leave gaps).
+    pub fn offsets(&self) -> u64 {
+        self.stop.saturating_sub(self.start).max(0) as u64
+    }
 }
 
 /// Decoded records of one log batch, cut to the requested range.

@@ -57,9 +57,8 @@ impl FlussLogScanExec {
         snapshot_id: Option<i64>,
         limit: Option<usize>,
     ) -> Self {
-        let groups = super::describe::group_by_size(buckets, target_partitions, |b| {
-            (b.range.stop - b.range.start).max(0) as u64
-        });
+        let groups =
+            super::describe::group_by_size(buckets, target_partitions, |b| b.range.offsets());
         let properties = super::describe::leaf_properties(&schema, groups.len());
         let exact_rows = predicate.is_none() && !table.info.has_primary_key();
         Self {
@@ -154,13 +153,12 @@ impl ExecutionPlan for FlussLogScanExec {
     }
 
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
-        let span = |b: &BucketCut| b.range.stop - b.range.start;
-        let rows: i64 = match partition {
+        let span = |b: &BucketCut| b.range.offsets() as usize;
+        let rows: usize = match partition {
             Some(p) => self.groups.get(p).map_or(0, |g| g.iter().map(span).sum()),
             None => self.buckets().map(span).sum(),
         };
         let mut stats = Statistics::new_unknown(&self.schema);
-        let rows = rows.max(0) as usize;
         stats.num_rows = match (self.exact_rows, self.limit) {
             (true, None) => Precision::Exact(rows),
             (_, Some(l)) => Precision::Inexact(rows.min(l)),

@@ -53,6 +53,15 @@ pub struct PrimaryKeyBucketTask {
     pub tail: Option<BucketCut>,
 }
 
+impl PrimaryKeyBucketTask {
+    /// Rows the bucket may produce: lake rows plus tail offsets (updates and deletes
+    /// make the true count smaller). Balances partitions and feeds statistics.
+    pub fn estimated_rows(&self) -> u64 {
+        let lake: i64 = self.lake_splits.iter().map(DataSplit::row_count).sum();
+        lake.max(0) as u64 + self.tail.as_ref().map_or(0, |c| c.range.offsets())
+    }
+}
+
 /// What every bucket of a primary-key scan reads and how it merges.
 #[derive(Debug)]
 pub struct PrimaryKeyMergeInputs {
@@ -96,11 +105,11 @@ impl FlussPrimaryKeyScanExec {
         filters: Vec<String>,
     ) -> DfResult<Self> {
         let schema = Arc::new(inputs.scan_schema.project(&inputs.output_positions)?);
-        let groups = super::describe::group_by_size(tasks, target_partitions, |t| {
-            let lake: i64 = t.lake_splits.iter().map(DataSplit::row_count).sum();
-            let tail = t.tail.as_ref().map_or(0, |c| c.range.stop - c.range.start);
-            (lake.max(0) + tail.max(0)) as u64
-        });
+        let groups = super::describe::group_by_size(
+            tasks,
+            target_partitions,
+            PrimaryKeyBucketTask::estimated_rows,
+        );
         let properties = super::describe::leaf_properties(&schema, groups.len());
         Ok(Self {
             inputs: Arc::new(inputs),
@@ -197,15 +206,11 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         Some(self.metrics.clone_inner())
     }
 
-    /// Inexact row count: lake rows plus tail offsets (updates and deletes make the
-    /// true count smaller). Enough for DataFusion to pick the PK table as a join's build
-    /// side when it is the smaller input.
+    /// Inexact row count ([`PrimaryKeyBucketTask::estimated_rows`]): enough for
+    /// DataFusion to pick the PK table as a join's build side when it is the smaller
+    /// input.
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
-        let rows = |t: &PrimaryKeyBucketTask| -> usize {
-            let lake: i64 = t.lake_splits.iter().map(DataSplit::row_count).sum();
-            let tail = t.tail.as_ref().map_or(0, |c| c.range.stop - c.range.start);
-            (lake.max(0) + tail.max(0)) as usize
-        };
+        let rows = |t: &PrimaryKeyBucketTask| t.estimated_rows() as usize;
         let total: usize = match partition {
             Some(p) => self.groups.get(p).map_or(0, |g| g.iter().map(rows).sum()),
             None => self.groups.iter().flatten().map(rows).sum(),
@@ -240,7 +245,7 @@ impl BucketMerge {
         let mut fold =
             ChangelogFold::new(inputs.scan_schema.clone(), inputs.key_positions.clone())?;
         if let Some(cut) = &task.tail {
-            fold.reserve((cut.range.stop - cut.range.start).clamp(0, 1 << 24) as usize);
+            fold.reserve(cut.range.offsets().min(1 << 24) as usize);
             let options = LogReadOptions {
                 projection: Some(inputs.scan_columns.clone()),
                 predicate: None,
@@ -267,7 +272,7 @@ impl BucketMerge {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let inputs = &self.inputs;
         let fold = Arc::new(fold);
-        // 2. lake rows not overridden by the tail
+        // lake rows not overridden by the tail
         let lake_stream = match (&inputs.lake, task.lake_splits.is_empty()) {
             (Some((lake_table, _)), false) => {
                 let fold = fold.clone();
@@ -295,7 +300,7 @@ impl BucketMerge {
             }
             _ => futures::stream::empty().boxed(),
         };
-        // 3. the tail's live rows
+        // then the tail's live rows
         let live = fold.live_rows()?;
         self.tail_live.add(live.num_rows());
         let live = live.project(&inputs.output_positions)?;

@@ -44,10 +44,7 @@ impl UnionCut {
 
     /// Total number of log offsets in the cut.
     pub fn log_offsets(&self) -> i64 {
-        self.buckets
-            .iter()
-            .map(|b| (b.range.stop - b.range.start).max(0))
-            .sum()
+        self.buckets.iter().map(|b| b.range.offsets() as i64).sum()
     }
 }
 
