@@ -147,6 +147,15 @@ impl SegmentIndex {
             .map(|i| (self.entries[i].1, self.entries[i].0))
     }
 
+    /// Where the bytes holding offsets below `stop` end: the first indexed batch at or
+    /// past `stop`, else the end of the framed prefix.
+    fn end_before(&self, stop: i64) -> u64 {
+        let i = self.entries.partition_point(|(base, _)| *base < stop);
+        self.entries
+            .get(i)
+            .map_or(self.valid_length, |(_, position)| *position)
+    }
+
     /// Records batches framed from `position` on (a batch boundary inside or at the
     /// end of the known prefix).
     fn extend(&mut self, position: u64, batches: &[LogBatch], framed_length: u64) {
@@ -181,8 +190,10 @@ static FRAMED: std::sync::LazyLock<
     std::sync::Mutex<std::collections::HashMap<String, SegmentIndex>>,
 > = std::sync::LazyLock::new(Default::default);
 
-fn known_index(key: &str) -> Option<SegmentIndex> {
-    FRAMED.lock().ok().and_then(|m| m.get(key).cloned())
+/// What `look` reads off the memo entry of `key`, if there is one (the entry's batch
+/// index is not copied out).
+fn with_index<R>(key: &str, look: impl FnOnce(&SegmentIndex) -> R) -> Option<R> {
+    FRAMED.lock().ok().and_then(|m| m.get(key).map(look))
 }
 
 fn remember(key: String, position: u64, batches: &[LogBatch], framed_length: u64) {
@@ -198,10 +209,9 @@ fn remember(key: String, position: u64, batches: &[LogBatch], framed_length: u64
 pub async fn segment_end_offset(storage: &Storage, segment: &SegmentFile) -> Result<i64> {
     let key = storage.absolute(&segment.path);
     let size = storage.size(&segment.path).await?;
-    let known = known_index(&key).filter(|k| k.valid_length <= size);
-    let (position, next_offset) = known.as_ref().map_or((0, segment.base_offset), |k| {
-        (k.valid_length, k.next_offset)
-    });
+    let (position, next_offset) = with_index(&key, |k| (k.valid_length, k.next_offset))
+        .filter(|(valid_length, _)| *valid_length <= size)
+        .unwrap_or((0, segment.base_offset));
     if position == size {
         return Ok(next_offset);
     }
@@ -227,27 +237,29 @@ pub async fn read_segment_range(
     stop: i64,
 ) -> Result<SegmentContents> {
     let key = storage.absolute(&segment.path);
-    let known = known_index(&key);
-    let Some(index) = known else {
+    let known = with_index(&key, |index| {
+        let (position, base) = index.seek(start).unwrap_or((0, segment.base_offset));
+        // Everything needed lies inside the framed prefix when it reaches `stop`.
+        let inside = (stop <= index.next_offset).then(|| index.end_before(stop));
+        (position, base, inside, index.valid_length)
+    });
+    let Some((position, base, inside, valid_length)) = known else {
         let contents = read_segment(storage, segment, is_last).await?;
         remember(key, 0, &contents.batches, contents.valid_length as u64);
         return Ok(contents);
     };
-    let (position, base) = index.seek(start).unwrap_or((0, segment.base_offset));
-    let bytes = if stop <= index.next_offset {
-        // Everything needed lies inside the framed prefix: no size lookup, no bytes
-        // past it.
+    let bytes = if let Some(end) = inside {
+        // no size lookup, no bytes past the batches holding `[start, stop)`
         storage
-            .read_range(&segment.path, position..index.valid_length)
+            .read_range(&segment.path, position..end.max(position))
             .await?
     } else if position == 0 {
         storage.read(&segment.path).await?
     } else {
         let size = storage.size(&segment.path).await?;
-        if size < index.valid_length {
+        if size < valid_length {
             return Err(Error::data_invalid(format!(
-                "segment shrank to {size} bytes below its {} framed bytes",
-                index.valid_length
+                "segment shrank to {size} bytes below its {valid_length} framed bytes"
             ))
             .with_context("file", &segment.path));
         }
