@@ -16,6 +16,7 @@ use datafusion::arrow::ipc::reader::RecordBatchDecoder;
 use datafusion::arrow::ipc::{MessageHeader, root_as_message};
 use fluss::record::ChangeType;
 
+use super::decompress::decompress_projected;
 use super::format::{
     APPEND_ONLY_FLAG_MASK, LENGTH_OFFSET, LOG_OVERHEAD, LogMagic, MAGIC_OFFSET, MIN_HEADER_SIZE,
     read_i16, read_i32, read_i64, read_u8, read_u32,
@@ -389,7 +390,13 @@ pub fn decode_arrow_message(
         })?;
     let body = message.slice(meta_end..body_end);
     validate_layout(&header, &body, expected_rows)?;
-    let body = Buffer::from(body);
+    // Compressed buffers of the projected columns are decompressed here with a reused
+    // per-thread context (see decompress.rs); arrow-ipc then slices the result.
+    let decompressed = decompress_projected(&header, &body, schema, projection)?;
+    let (header, body) = match &decompressed {
+        Some(d) => (d.header()?, d.body().clone()),
+        None => (header, Buffer::from(body)),
+    };
     let version = ipc.version();
     let dictionaries = HashMap::new();
     // arrow-ipc asserts on some malformed inputs; turn any panic into an error so a

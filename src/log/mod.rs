@@ -16,6 +16,7 @@ pub mod aligned_row;
 pub mod batch;
 pub mod builder;
 pub mod compression;
+pub mod decompress;
 pub mod format;
 pub mod reader;
 pub mod schema;
