@@ -160,7 +160,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
         let Some(tasks) = self.groups.get(partition).cloned() else {
@@ -168,6 +168,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         };
         let merge = Arc::new(BucketMerge {
             inputs: self.inputs.clone(),
+            batch_size: context.session_config().batch_size(),
             counters: super::describe::log_counters(&self.metrics, partition),
             lake_rows: MetricBuilder::new(&self.metrics).counter("lake_rows", partition),
             dropped: MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition),
@@ -235,6 +236,8 @@ struct BucketMerge {
     fold_time: Time,
     /// Probing lake rows against the fold and filtering them.
     anti_join_time: Time,
+    /// Rows per batch of the tail's live rows (the session's `batch_size`).
+    batch_size: usize,
 }
 
 impl BucketMerge {
@@ -288,23 +291,25 @@ impl BucketMerge {
                     merge.lake_rows.add(batch.num_rows());
                     let _timer = merge.anti_join_time.timer();
                     let keep = fold.surviving(&batch, &merge.inputs.key_positions)?;
+                    // Project first: key columns the query did not ask for are not copied.
+                    let batch = batch.project(&merge.inputs.output_positions)?;
                     let kept = if keep.true_count() == batch.num_rows() {
                         batch
                     } else {
                         filter_record_batch(&batch, &keep)?
                     };
                     merge.dropped.add(keep.len() - kept.num_rows());
-                    Ok(kept.project(&merge.inputs.output_positions)?)
+                    Ok(kept)
                 })
                 .boxed()
             }
             _ => futures::stream::empty().boxed(),
         };
         // then the tail's live rows
-        let live = fold.live_rows()?;
-        self.tail_live.add(live.num_rows());
-        let live = live.project(&inputs.output_positions)?;
-        let tail_stream = futures::stream::iter((live.num_rows() > 0).then_some(Ok(live)));
+        let live = fold.live_rows(&inputs.output_positions, self.batch_size)?;
+        self.tail_live
+            .add(live.iter().map(RecordBatch::num_rows).sum::<usize>());
+        let tail_stream = futures::stream::iter(live.into_iter().map(Ok));
         Ok(lake_stream.chain(tail_stream).boxed())
     }
 }

@@ -10,7 +10,9 @@
 use datafusion::arrow::array::BooleanBufferBuilder;
 use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
-use datafusion::arrow::compute::{cast, interleave_record_batch};
+use std::sync::Arc;
+
+use datafusion::arrow::compute::{BatchCoalescer, cast};
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::arrow::row::{RowConverter, SortField};
 // hashbrown with foldhash: several times faster than std's SipHash for integer keys,
@@ -192,20 +194,40 @@ impl ChangelogFold {
         Ok(BooleanArray::new(keep, None))
     }
 
-    /// The tail's live rows (last upsert of every key not deleted), in one batch.
-    pub fn live_rows(&self) -> Result<RecordBatch> {
-        let unpack = |latest: &Latest| {
-            (*latest != DELETED).then_some(((*latest >> 32) as usize, (*latest as u32) as usize))
+    /// The tail's live rows (last upsert of every key not deleted) with only the
+    /// `projection` columns, in changelog order, in batches of at most `batch_size`.
+    ///
+    /// Each changelog batch is filtered by a mask of its live rows straight into the
+    /// output (no gather in hash order, which reads rows at random).
+    pub fn live_rows(&self, projection: &[usize], batch_size: usize) -> Result<Vec<RecordBatch>> {
+        let mut live: Vec<BooleanBufferBuilder> = self
+            .batches
+            .iter()
+            .map(|batch| {
+                let mut mask = BooleanBufferBuilder::new(batch.num_rows());
+                mask.append_n(batch.num_rows(), false);
+                mask
+            })
+            .collect();
+        let mut mark = |latest: &Latest| {
+            if *latest != DELETED {
+                live[(*latest >> 32) as usize].set_bit((*latest as u32) as usize, true);
+            }
         };
-        let picks: Vec<(usize, usize)> = match &self.latest {
-            KeyIndex::Integer(m) => m.values().filter_map(unpack).collect(),
-            KeyIndex::Encoded(_, m) => m.values().filter_map(unpack).collect(),
-        };
-        if picks.is_empty() {
-            return Ok(RecordBatch::new_empty(self.schema.clone()));
+        match &self.latest {
+            KeyIndex::Integer(m) => m.values().for_each(&mut mark),
+            KeyIndex::Encoded(_, m) => m.values().for_each(&mut mark),
         }
-        let sources: Vec<&RecordBatch> = self.batches.iter().collect();
-        Ok(interleave_record_batch(&sources, &picks)?)
+        let schema = Arc::new(self.schema.project(projection)?);
+        let mut coalescer = BatchCoalescer::new(schema, batch_size.max(1));
+        for (batch, mut mask) in self.batches.iter().zip(live) {
+            let mask = BooleanArray::new(mask.finish(), None);
+            if mask.true_count() > 0 {
+                coalescer.push_batch_with_filter(batch.project(projection)?, &mask)?;
+            }
+        }
+        coalescer.finish_buffered_batch()?;
+        Ok(std::iter::from_fn(|| coalescer.next_completed_batch()).collect())
     }
 }
 
@@ -214,7 +236,6 @@ mod tests {
     use super::*;
     use datafusion::arrow::array::{AsArray, Int64Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
-    use std::sync::Arc;
 
     fn batch(ids: &[i64], names: &[&str]) -> RecordBatch {
         RecordBatch::try_new(
@@ -239,10 +260,20 @@ mod tests {
             .unwrap();
         fold.apply(&batch(&[3, 4], &["c", "d"]), &[Delete, UpdateBefore])
             .unwrap();
-        let live = fold.live_rows().unwrap();
-        let mut ids: Vec<i64> = live.column(0).as_primitive::<Int64Type>().values().to_vec();
-        ids.sort();
+        let live = fold.live_rows(&[0, 1], 8192).unwrap();
+        assert_eq!(live.len(), 1);
+        // changelog order: key 1's insert, then key 2's update
+        let ids = live[0]
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
         assert_eq!(ids, vec![1, 2]);
+        assert_eq!(live[0].column(1).as_string::<i32>().value(1), "b2");
+        // projected and split into batches of at most `batch_size` rows
+        let live = fold.live_rows(&[1], 1).unwrap();
+        assert_eq!(live.len(), 2);
+        assert_eq!(live[0].num_columns(), 1);
         let lake = batch(&[2, 3, 5], &["old2", "old3", "e"]);
         let keep = fold.surviving(&lake, &[0]).unwrap();
         assert_eq!(keep, BooleanArray::from(vec![false, false, true]));
@@ -283,7 +314,7 @@ mod tests {
             fold.surviving(&lake, &[1]).unwrap(),
             BooleanArray::from(vec![false, false, true])
         );
-        assert_eq!(fold.live_rows().unwrap().num_rows(), 1);
+        assert_eq!(fold.live_rows(&[0, 1], 8192).unwrap()[0].num_rows(), 1);
         // key = (id, name)
         let mut fold = ChangelogFold::new(b.schema(), vec![0, 1]).unwrap();
         fold.apply(&b, &[ChangeType::Insert, ChangeType::Insert])
