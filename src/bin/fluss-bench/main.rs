@@ -65,6 +65,11 @@ struct Args {
     /// Warm-up runs per query.
     #[arg(long, default_value_t = 1)]
     warmup: usize,
+    /// Keep taking measured rounds past `--runs` until the query's rounds add up to
+    /// this many milliseconds (at most 20 x `--runs` rounds): queries of a few
+    /// milliseconds get enough samples for their median to beat the machine's noise.
+    #[arg(long, default_value_t = 1000)]
+    min_time_ms: u64,
     /// DataFusion target partitions to sweep; the largest is used for everything else.
     #[arg(long, value_delimiter = ',', default_values_t = vec![1, 2])]
     target_partitions: Vec<usize>,
@@ -106,6 +111,7 @@ impl Args {
             self.other_sf_tail_shares = vec![0.0, 0.1];
             self.runs = 1;
             self.warmup = 0;
+            self.min_time_ms = 0;
             self.decode_rows = 20_000;
         }
     }
@@ -415,10 +421,14 @@ impl<'a> Engine<'a> {
 /// Times every engine on its query: warm-ups first, then the measured runs taken in
 /// turn (`a b c a b c ...`), so drift on a busy machine hits every engine alike and
 /// the ratios between them stay fair. An engine that fails is dropped from the rest.
+///
+/// Rounds go on past `runs` while all rounds so far took less than `min_time`
+/// (adaptive sampling as criterion does), capped at 20 x `runs` rounds.
 async fn time_interleaved(
     engines: &[Engine<'_>],
     runs: usize,
     warmup: usize,
+    min_time: std::time::Duration,
 ) -> Vec<BenchResult<Timing>> {
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); engines.len()];
     let mut rows = vec![0; engines.len()];
@@ -431,7 +441,10 @@ async fn time_interleaved(
             }
         }
     }
-    for _ in 0..runs.max(1) {
+    let measuring = Instant::now();
+    let mut round = 0;
+    while round < runs.max(1) || (measuring.elapsed() < min_time && round < 20 * runs.max(1)) {
+        round += 1;
         for (i, engine) in engines.iter().enumerate() {
             if failed[i].is_some() {
                 continue;
@@ -614,7 +627,13 @@ async fn bench_dataset(
             let sql = q.render(listing_name);
             engines.push(Engine::new("listing_table", &listing_ctx, sql, main_tp));
         }
-        let timings = time_interleaved(&engines, args.runs, args.warmup).await;
+        let timings = time_interleaved(
+            &engines,
+            args.runs,
+            args.warmup,
+            std::time::Duration::from_millis(args.min_time_ms),
+        )
+        .await;
         for (engine, r) in engines.iter().zip(timings) {
             suite.record(ds, q.name, engine.name, engine.target_partitions, r);
         }
@@ -741,7 +760,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
         config: json!({
             "sf": args.sf, "tail_shares": args.tail_shares,
             "other_sf_tail_shares": args.other_sf_tail_shares, "runs": args.runs,
-            "warmup": args.warmup, "target_partitions": args.target_partitions,
+            "min_time_ms": args.min_time_ms, "warmup": args.warmup, "target_partitions": args.target_partitions,
             "update_rate": args.update_rate, "delete_rate": args.delete_rate,
             "seed": args.seed, "decode_rows": args.decode_rows, "smoke": args.smoke,
             "skip_python": args.skip_python,
