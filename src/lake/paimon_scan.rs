@@ -1,10 +1,11 @@
 //! Planning and reading a pinned Paimon snapshot for a union read.
 //!
 //! Planning is metadata only (`paimon` split planning with partition / bucket / stats
-//! pruning) and yields plain [`LakeSplit`] values. Splits of append tables are plain
-//! parquet files, read by DataFusion's own parquet source; primary-key splits go
-//! through the paimon crate's merge-on-read reader (LSM levels, deletion vectors),
-//! bridged to arrow 59 without copying.
+//! pruning) and yields plain [`LakeSplit`] values. Splits of append tables, and
+//! primary-key splits paimon marks raw convertible, are plain parquet files read by
+//! DataFusion's own parquet source; other primary-key splits go through the paimon
+//! crate's merge-on-read reader (LSM levels, deletion vectors), bridged to arrow 59
+//! without copying.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,7 +38,8 @@ pub struct LakeFile {
 pub enum LakeRead {
     /// Plain parquet files: every physical row is a live row.
     Parquet,
-    /// Merge-on-read through the paimon crate (PK levels, deletion vectors).
+    /// Merge-on-read through the paimon crate (overlapping PK levels, delete rows,
+    /// deletion vectors).
     MergeOnRead(Box<DataSplit>),
 }
 
@@ -202,7 +204,9 @@ pub async fn plan_snapshot(
         let has_deletes = split
             .data_deletion_files()
             .is_some_and(|d| d.iter().any(Option::is_some));
-        let read = if primary_key || has_deletes {
+        // A primary-key split is read as plain parquet when paimon says it is raw
+        // convertible (one sorted run or one file, unique keys, no delete rows).
+        let read = if has_deletes || (primary_key && !split.raw_convertible()) {
             LakeRead::MergeOnRead(Box::new(split.clone()))
         } else {
             LakeRead::Parquet

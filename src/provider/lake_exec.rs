@@ -244,15 +244,7 @@ pub fn parquet_scan(
     if files.is_empty() {
         return Ok(None);
     }
-    let (store_url, _) = object_location(&files[0].path)?;
-    let mut partitioned = Vec::with_capacity(files.len());
-    for file in files {
-        let (url, path) = object_location(&file.path)?;
-        if url != store_url {
-            return Err(Error::unsupported("lake files span several object stores"));
-        }
-        partitioned.push(PartitionedFile::new(path, file.size));
-    }
+    let (store_url, mut partitioned) = partitioned_files(files)?;
     // Files in path order, cut into target_partitions contiguous groups of about equal
     // bytes. DataFusion's file-scan repartitioning then re-splits large files by byte
     // range in this same order, giving the row-group split a ListingTable over the
@@ -261,32 +253,98 @@ pub fn parquet_scan(
     partitioned.sort_by(|a, b| a.object_meta.location.cmp(&b.object_meta.location));
     let target = state.config().target_partitions().max(1);
     let groups = contiguous_groups(partitioned, target);
-    // Footers are cached across queries as ListingTable does (lake files never change).
-    let store = state
-        .runtime_env()
-        .object_store(store_url.clone())
-        .map_err(|e| Error::invalid_input("no object store for the lake files").with_source(e))?;
-    let reader_factory = CachedParquetFileReaderFactory::new(
-        store,
-        state.runtime_env().cache_manager.get_file_metadata_cache(),
-    );
-    let mut source = ParquetSource::new(table_schema.clone())
-        .with_table_parquet_options(state.table_options().parquet.clone())
-        .with_parquet_file_reader_factory(Arc::new(reader_factory));
-    if let Some(p) = predicate {
-        source = source.with_predicate(p);
+    let config = ParquetScanConfig {
+        table_schema,
+        projection,
+        predicate,
+        limit,
+        rows: files.iter().map(|f| f.rows).sum(),
+    };
+    Ok(Some(config.build(state, store_url, groups)?))
+}
+
+/// Plans the plain parquet files of one primary-key bucket (raw-convertible splits:
+/// one sorted run, unique keys, no deletes) as a parquet scan with a single output
+/// partition, which the bucket's merge executes itself.
+pub fn parquet_bucket_scan(
+    state: &dyn Session,
+    files: &[LakeFile],
+    table_schema: SchemaRef,
+    projection: Vec<usize>,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let (store_url, partitioned) = partitioned_files(files)?;
+    let config = ParquetScanConfig {
+        table_schema,
+        projection: Some(projection),
+        predicate,
+        limit: None,
+        rows: files.iter().map(|f| f.rows).sum(),
+    };
+    config.build(state, store_url, vec![partitioned])
+}
+
+/// The files as DataFusion `PartitionedFile`s of one object store.
+fn partitioned_files(files: &[LakeFile]) -> Result<(ObjectStoreUrl, Vec<PartitionedFile>)> {
+    let first = files
+        .first()
+        .ok_or_else(|| Error::internal("a parquet scan needs at least one file"))?;
+    let (store_url, _) = object_location(&first.path)?;
+    let mut partitioned = Vec::with_capacity(files.len());
+    for file in files {
+        let (url, path) = object_location(&file.path)?;
+        if url != store_url {
+            return Err(Error::unsupported("lake files span several object stores"));
+        }
+        partitioned.push(PartitionedFile::new(path, file.size));
     }
-    let total_rows: i64 = files.iter().map(|f| f.rows).sum();
-    let mut stats = Statistics::new_unknown(&table_schema);
-    stats.num_rows = Precision::Exact(total_rows.max(0) as usize);
-    let config = FileScanConfigBuilder::new(store_url, Arc::new(source))
-        .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
-        .with_statistics(stats)
-        .with_limit(limit)
-        .with_projection_indices(projection)
-        .map_err(|e| Error::internal("parquet projection").with_source(e))?
-        .build();
-    Ok(Some(DataSourceExec::from_data_source(config)))
+    Ok((store_url, partitioned))
+}
+
+/// What a parquet scan of lake files reads, shared by both scan shapes.
+struct ParquetScanConfig {
+    table_schema: SchemaRef,
+    projection: Option<Vec<usize>>,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    limit: Option<usize>,
+    rows: i64,
+}
+
+impl ParquetScanConfig {
+    fn build(
+        self,
+        state: &dyn Session,
+        store_url: ObjectStoreUrl,
+        groups: Vec<Vec<PartitionedFile>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // Footers are cached across queries as ListingTable does (lake files never change).
+        let store = state
+            .runtime_env()
+            .object_store(store_url.clone())
+            .map_err(|e| {
+                Error::invalid_input("no object store for the lake files").with_source(e)
+            })?;
+        let reader_factory = CachedParquetFileReaderFactory::new(
+            store,
+            state.runtime_env().cache_manager.get_file_metadata_cache(),
+        );
+        let mut source = ParquetSource::new(self.table_schema.clone())
+            .with_table_parquet_options(state.table_options().parquet.clone())
+            .with_parquet_file_reader_factory(Arc::new(reader_factory));
+        if let Some(p) = self.predicate {
+            source = source.with_predicate(p);
+        }
+        let mut stats = Statistics::new_unknown(&self.table_schema);
+        stats.num_rows = Precision::Exact(self.rows.max(0) as usize);
+        let config = FileScanConfigBuilder::new(store_url, Arc::new(source))
+            .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
+            .with_statistics(stats)
+            .with_limit(self.limit)
+            .with_projection_indices(self.projection)
+            .map_err(|e| Error::internal("parquet projection").with_source(e))?
+            .build();
+        Ok(DataSourceExec::from_data_source(config))
+    }
 }
 
 #[cfg(test)]

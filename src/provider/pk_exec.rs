@@ -40,6 +40,16 @@ use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, ChangelogFold};
 
+/// Metrics every DataFusion operator reports about its own output.
+const BASELINE_METRICS: [&str; 6] = [
+    "output_rows",
+    "elapsed_compute",
+    "output_bytes",
+    "output_batches",
+    "start_timestamp",
+    "end_timestamp",
+];
+
 /// What one output partition reads.
 #[derive(Debug, Clone)]
 pub struct PrimaryKeyBucketTask {
@@ -47,18 +57,42 @@ pub struct PrimaryKeyBucketTask {
     pub partition_name: Option<String>,
     /// Bucket id.
     pub bucket: i32,
-    /// Lake splits of this bucket (merged by the paimon reader).
+    /// Lake splits of this bucket that need merging (LSM levels that overlap, delete
+    /// rows, deletion vectors), read by the paimon reader.
     pub lake_splits: Vec<DataSplit>,
+    /// The bucket's raw-convertible lake splits (one sorted run, unique keys, no
+    /// deletes) as one DataFusion parquet scan.
+    pub lake_parquet: Option<BucketParquetScan>,
     /// The bucket's log tail, if it exists in Fluss.
     pub tail: Option<BucketCut>,
+}
+
+/// The raw-convertible lake splits of one bucket, planned as a parquet scan with one
+/// output partition. Their rows are the bucket's live lake rows as they are, so
+/// DataFusion's parquet reader (footer cache, row-group and page pruning) reads them
+/// instead of the paimon merge reader.
+#[derive(Debug, Clone)]
+pub struct BucketParquetScan {
+    /// A `DataSourceExec` with a single file group, producing `scan_schema`.
+    pub plan: Arc<dyn ExecutionPlan>,
+    /// Lake splits it reads.
+    pub splits: usize,
+    /// Rows in its files.
+    pub rows: u64,
 }
 
 impl PrimaryKeyBucketTask {
     /// Rows the bucket may produce: lake rows plus tail offsets (updates and deletes
     /// make the true count smaller). Balances partitions and feeds statistics.
     pub fn estimated_rows(&self) -> u64 {
-        let lake: i64 = self.lake_splits.iter().map(DataSplit::row_count).sum();
-        lake.max(0) as u64 + self.tail.as_ref().map_or(0, |c| c.range.offsets())
+        let merged: i64 = self.lake_splits.iter().map(DataSplit::row_count).sum();
+        let raw = self.lake_parquet.as_ref().map_or(0, |p| p.rows);
+        merged.max(0) as u64 + raw + self.tail.as_ref().map_or(0, |c| c.range.offsets())
+    }
+
+    /// Lake splits of the bucket, merged or raw.
+    pub fn lake_split_count(&self) -> usize {
+        self.lake_splits.len() + self.lake_parquet.as_ref().map_or(0, |p| p.splits)
     }
 }
 
@@ -127,10 +161,17 @@ impl DisplayAs for FlussPrimaryKeyScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         let tasks = self.groups.iter().flatten();
         let cuts: Vec<BucketCut> = tasks.clone().filter_map(|t| t.tail.clone()).collect();
-        let splits: usize = tasks.map(|t| t.lake_splits.len()).sum();
+        let splits: usize = tasks
+            .clone()
+            .map(PrimaryKeyBucketTask::lake_split_count)
+            .sum();
+        let raw: usize = tasks
+            .filter_map(|t| t.lake_parquet.as_ref())
+            .map(|p| p.splits)
+            .sum();
         write!(
             f,
-            "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={}, log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
+            "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={} ({raw} raw parquet), log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
             self.inputs.table.path,
             self.inputs
                 .lake
@@ -162,13 +203,15 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
+        let batch_size = context.session_config().batch_size();
         let schema = self.schema.clone();
         let Some(tasks) = self.groups.get(partition).cloned() else {
             return Ok(super::describe::empty_partition(schema));
         };
         let merge = Arc::new(BucketMerge {
             inputs: self.inputs.clone(),
-            batch_size: context.session_config().batch_size(),
+            batch_size,
+            context,
             counters: super::describe::log_counters(&self.metrics, partition),
             lake_rows: MetricBuilder::new(&self.metrics).counter("lake_rows", partition),
             dropped: MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition),
@@ -203,8 +246,26 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
 
+    /// Our merge metrics plus those of the buckets' parquet scans (row groups and pages
+    /// pruned, bytes scanned), summed by name when shown.
     fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
+        let mut set = self.metrics.clone_inner();
+        for scan in self
+            .groups
+            .iter()
+            .flatten()
+            .filter_map(|t| t.lake_parquet.as_ref())
+        {
+            // Its baseline metrics (output rows, compute time) describe the lake read,
+            // not this node's output: leave them out.
+            let metrics = scan.plan.metrics();
+            for metric in metrics.iter().flat_map(MetricsSet::iter) {
+                if !BASELINE_METRICS.contains(&metric.value().name()) {
+                    set.push(metric.clone());
+                }
+            }
+        }
+        Some(set)
     }
 
     /// Inexact row count ([`PrimaryKeyBucketTask::estimated_rows`]): enough for
@@ -238,6 +299,8 @@ struct BucketMerge {
     anti_join_time: Time,
     /// Rows per batch of the tail's live rows (the session's `batch_size`).
     batch_size: usize,
+    /// The query's task context, to execute the buckets' parquet scans.
+    context: Arc<TaskContext>,
 }
 
 impl BucketMerge {
@@ -275,35 +338,44 @@ impl BucketMerge {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let inputs = &self.inputs;
         let fold = Arc::new(fold);
-        // lake rows not overridden by the tail
-        let lake_stream = match (&inputs.lake, task.lake_splits.is_empty()) {
-            (Some((lake_table, _)), false) => {
-                let fold = fold.clone();
-                let merge = self.clone();
-                merged_stream(
-                    lake_table,
-                    task.lake_splits,
-                    inputs.scan_schema.clone(),
-                    inputs.table.path.to_string(),
-                )?
-                .map(move |batch| {
-                    let batch = batch?;
-                    merge.lake_rows.add(batch.num_rows());
-                    let _timer = merge.anti_join_time.timer();
-                    let keep = fold.surviving(&batch, &merge.inputs.key_positions)?;
-                    // Project first: key columns the query did not ask for are not copied.
-                    let batch = batch.project(&merge.inputs.output_positions)?;
-                    let kept = if keep.true_count() == batch.num_rows() {
-                        batch
-                    } else {
-                        filter_record_batch(&batch, &keep)?
-                    };
-                    merge.dropped.add(keep.len() - kept.num_rows());
-                    Ok(kept)
-                })
-                .boxed()
-            }
+        // the bucket's lake rows: raw splits through DataFusion's parquet reader, the
+        // rest through the paimon merge reader (their key ranges do not overlap)
+        let raw_stream = match &task.lake_parquet {
+            Some(scan) => scan
+                .plan
+                .execute(0, self.context.clone())?
+                .map(|batch| batch.map_err(Error::from))
+                .boxed(),
+            None => futures::stream::empty().boxed(),
+        };
+        let merged = match (&inputs.lake, task.lake_splits.is_empty()) {
+            (Some((lake_table, _)), false) => merged_stream(
+                lake_table,
+                task.lake_splits,
+                inputs.scan_schema.clone(),
+                inputs.table.path.to_string(),
+            )?,
             _ => futures::stream::empty().boxed(),
+        };
+        // lake rows not overridden by the tail
+        let lake_stream = {
+            let fold = fold.clone();
+            let merge = self.clone();
+            raw_stream.chain(merged).map(move |batch| {
+                let batch = batch?;
+                merge.lake_rows.add(batch.num_rows());
+                let _timer = merge.anti_join_time.timer();
+                let keep = fold.surviving(&batch, &merge.inputs.key_positions)?;
+                // Project first: key columns the query did not ask for are not copied.
+                let batch = batch.project(&merge.inputs.output_positions)?;
+                let kept = if keep.true_count() == batch.num_rows() {
+                    batch
+                } else {
+                    filter_record_batch(&batch, &keep)?
+                };
+                merge.dropped.add(keep.len() - kept.num_rows());
+                Ok(kept)
+            })
         };
         // then the tail's live rows
         let live = fold.live_rows(&inputs.output_positions, self.batch_size)?;

@@ -38,13 +38,16 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::scalar::ScalarValue;
 
-use super::lake_exec::{FlussLakeMergeExec, parquet_scan};
+use super::lake_exec::{FlussLakeMergeExec, parquet_bucket_scan, parquet_scan};
 use super::log_exec::FlussLogScanExec;
-use super::pk_exec::{FlussPrimaryKeyScanExec, PrimaryKeyBucketTask, PrimaryKeyMergeInputs};
+use super::pk_exec::{
+    BucketParquetScan, FlussPrimaryKeyScanExec, PrimaryKeyBucketTask, PrimaryKeyMergeInputs,
+};
 use crate::error::{Error, Result};
 use crate::lake::paimon::PaimonLake;
 use crate::lake::paimon_scan::{
-    LakeRead, LakeSplit, PaimonSnapshotPlan, pin_snapshot, plan_snapshot, to_paimon_predicate,
+    LakeFile, LakeRead, LakeSplit, PaimonSnapshotPlan, pin_snapshot, plan_snapshot,
+    to_paimon_predicate,
 };
 use crate::source::{FlussSource, FlussTable, LocalStore};
 use crate::union::{UnionCut, plan_cut};
@@ -422,6 +425,7 @@ impl FlussTableProvider {
                     partition_name: partition,
                     bucket,
                     lake_splits: Vec::new(),
+                    lake_parquet: None,
                     tail: None,
                 });
                 tasks.len() - 1
@@ -435,14 +439,50 @@ impl FlussTableProvider {
             }
         }
         if let Some(lake) = &lake {
+            // Raw-convertible splits hold each key once and nothing to merge, so any
+            // filter may prune their row groups (a lake row a filter rejects is never
+            // output, whether or not the tail overrides its key). Partition filters are
+            // left out: they are exact already, and a partition column need not be
+            // stored in the data files.
+            let partition_keys = self.partition_keys();
+            let pruning_filters: Vec<Expr> = filters
+                .iter()
+                .filter(|f| {
+                    referenced_columns(f)
+                        .iter()
+                        .all(|c| !partition_keys.contains(c))
+                })
+                .cloned()
+                .collect();
+            let predicate = self.physical_predicate(state, &pruning_filters);
+            let mut raw: Vec<Vec<&LakeSplit>> = Vec::new();
             for split in &lake.splits {
                 let i = task_index(&mut tasks, split.partition_name.clone(), split.bucket);
-                if let LakeRead::MergeOnRead(s) = &split.read {
-                    tasks[i].lake_splits.push(s.as_ref().clone());
+                raw.resize(tasks.len(), Vec::new());
+                match &split.read {
+                    LakeRead::MergeOnRead(s) => tasks[i].lake_splits.push(s.as_ref().clone()),
+                    LakeRead::Parquet => raw[i].push(split),
                 }
             }
+            for (task, splits) in tasks.iter_mut().zip(raw) {
+                if splits.is_empty() {
+                    continue;
+                }
+                let files: Vec<LakeFile> = splits.iter().flat_map(|s| s.files.clone()).collect();
+                task.lake_parquet = Some(BucketParquetScan {
+                    plan: parquet_bucket_scan(
+                        state,
+                        &files,
+                        self.schema.clone(),
+                        scan_columns.clone(),
+                        predicate.clone(),
+                    )?,
+                    splits: splits.len(),
+                    rows: files.iter().map(|f| f.rows.max(0) as u64).sum(),
+                });
+            }
         }
-        tasks.retain(|t| t.tail.is_some() || !t.lake_splits.is_empty());
+        tasks.retain(|t| t.tail.is_some() || t.lake_split_count() > 0);
         let inputs = PrimaryKeyMergeInputs {
             source: self.source.clone(),
             table: self.table.clone(),
