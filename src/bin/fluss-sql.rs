@@ -710,6 +710,7 @@ fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    fluss_datafusion::alloc::delay_mimalloc_purge(std::time::Duration::from_secs(1));
     std::panic::set_hook(Box::new(|info| {
         let message = info
             .payload()

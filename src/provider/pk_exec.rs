@@ -222,7 +222,8 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         });
         // The group's buckets one after another; the next bucket's tail is folded on
         // its own task while this one's lake rows stream, so folding (CPU) overlaps
-        // lake reads (I/O waits). At most two folds of a partition are alive at once.
+        // lake reads (I/O waits). At most two folds of a partition are alive at once
+        // (starting all of them at once measured no faster).
         let stream = futures::stream::iter(tasks)
             .map(move |task| {
                 let merge = merge.clone();

@@ -12,7 +12,7 @@ use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
 use std::sync::Arc;
 
-use datafusion::arrow::compute::{BatchCoalescer, cast};
+use datafusion::arrow::compute::{BatchCoalescer, cast, max, min};
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::arrow::row::{RowConverter, SortField};
 // hashbrown with foldhash: several times faster than std's SipHash for integer keys,
@@ -48,11 +48,9 @@ fn as_i64(column: &ArrayRef) -> Result<ArrayRef> {
     Ok(cast(column, &DataType::Int64)?)
 }
 
-/// The touched keys of `map` as `(min, bit per key in [min, max])`, or `None` when the
-/// range is too sparse for a bitmap.
-fn dense_keys(map: &HashMap<i64, Latest>) -> Option<(i64, BooleanBuffer)> {
-    let min = *map.keys().min()?;
-    let max = *map.keys().max()?;
+/// The touched keys of `map`, all within `[min, max]`, as `(min, bit per key in [min,
+/// max])`, or `None` when the range is too sparse for a bitmap.
+fn dense_keys(map: &HashMap<i64, Latest>, (min, max): (i64, i64)) -> Option<(i64, BooleanBuffer)> {
     let range = (max as i128) - (min as i128) + 1;
     if range > 64 * map.len() as i128 {
         return None;
@@ -80,6 +78,9 @@ pub struct ChangelogFold {
     /// probing every lake row against a small bitmap beats probing the map. Built on
     /// the first probe, once the fold is complete.
     touched: std::sync::OnceLock<Option<(i64, BooleanBuffer)>>,
+    /// Smallest and largest integer key folded (from each batch's min/max kernels,
+    /// cheaper than two passes over the map).
+    key_range: Option<(i64, i64)>,
 }
 
 impl ChangelogFold {
@@ -101,6 +102,7 @@ impl ChangelogFold {
             latest,
             records: 0,
             touched: std::sync::OnceLock::new(),
+            key_range: None,
         })
     }
 
@@ -130,6 +132,12 @@ impl ChangelogFold {
             KeyIndex::Integer(map) => {
                 let keys = as_i64(batch.column(self.key_columns[0]))?;
                 let keys = keys.as_primitive::<Int64Type>();
+                if let (Some(lo), Some(hi)) = (min(keys), max(keys)) {
+                    self.key_range = Some(match self.key_range {
+                        Some((l, h)) => (l.min(lo), h.max(hi)),
+                        None => (lo, hi),
+                    });
+                }
                 for (row, change) in change_types.iter().enumerate() {
                     map.insert(keys.value(row), value(row, change));
                 }
@@ -174,7 +182,8 @@ impl ChangelogFold {
             KeyIndex::Integer(map) => {
                 let keys = as_i64(lake.column(key_columns[0]))?;
                 let keys = keys.as_primitive::<Int64Type>().values();
-                match self.touched.get_or_init(|| dense_keys(map)) {
+                let dense = || self.key_range.and_then(|range| dense_keys(map, range));
+                match self.touched.get_or_init(dense) {
                     Some((min, bits)) => BooleanBuffer::collect_bool(rows, |i| {
                         let at = (keys[i] as i128) - (*min as i128);
                         !(at >= 0 && (at as usize) < bits.len() && bits.value(at as usize))

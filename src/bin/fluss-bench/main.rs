@@ -935,6 +935,7 @@ fn smoke_check(suite: &Suite, out: &Path) -> Vec<String> {
 }
 
 fn main() {
+    fluss_datafusion::alloc::delay_mimalloc_purge(std::time::Duration::from_secs(1));
     let mut args = Args::parse();
     args.apply_smoke();
     if args.sf.is_empty() || args.tail_shares.is_empty() || args.target_partitions.is_empty() {
