@@ -58,6 +58,26 @@ async fn query(ctx: &SessionContext, sql: &str) -> String {
     pretty_format_batches(&batches).unwrap().to_string()
 }
 
+/// PK table `db.users` with `buckets` buckets holding ids `1..=rows_in_lake` (name `n<id>`,
+/// score = id), tiered to the lake once.
+async fn tiered_users(store: &LocalStore, buckets: i32, rows_in_lake: i64) -> TablePath {
+    let path = TablePath::new("db", "users");
+    store
+        .create_table(&path, &descriptor(true, buckets), false)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = (1..=rows_in_lake).collect();
+    let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let scores: Vec<i32> = ids.iter().map(|i| *i as i32).collect();
+    store
+        .upsert(&path, &rows(&ids, &names, &scores))
+        .await
+        .unwrap();
+    tier(store, &path).await.unwrap();
+    path
+}
+
 #[tokio::test]
 async fn log_table_reads_lake_plus_tail() {
     let (_dir, store, ctx) = setup().await;
@@ -287,20 +307,7 @@ async fn object_store_roots_work_for_writes_and_reads() {
 #[tokio::test]
 async fn point_lookups_by_bucket_key_read_one_bucket() {
     let (_dir, store, ctx) = setup().await;
-    let path = TablePath::new("db", "users");
-    store
-        .create_table(&path, &descriptor(true, 4), false)
-        .await
-        .unwrap();
-    let ids: Vec<i64> = (1..=40).collect();
-    let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let scores: Vec<i32> = ids.iter().map(|i| *i as i32).collect();
-    store
-        .upsert(&path, &rows(&ids, &names, &scores))
-        .await
-        .unwrap();
-    tier(&store, &path).await.unwrap();
+    let path = tiered_users(&store, 4, 40).await;
     store
         .upsert(&path, &rows(&[7, 8], &["n7b", "n8b"], &[70, 80]))
         .await
@@ -429,20 +436,7 @@ fn find_partitions(
 #[tokio::test]
 async fn raw_lake_splits_are_read_as_parquet_and_still_overridden_by_the_tail() {
     let (_dir, store, ctx) = setup().await;
-    let path = TablePath::new("db", "users");
-    store
-        .create_table(&path, &descriptor(true, 2), false)
-        .await
-        .unwrap();
-    let ids: Vec<i64> = (1..=100).collect();
-    let names: Vec<String> = ids.iter().map(|i| format!("n{i}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let scores: Vec<i32> = ids.iter().map(|i| *i as i32).collect();
-    store
-        .upsert(&path, &rows(&ids, &names, &scores))
-        .await
-        .unwrap();
-    tier(&store, &path).await.unwrap();
+    let path = tiered_users(&store, 2, 100).await;
     store
         .upsert(&path, &rows(&[5, 200], &["n5b", "n200"], &[500, 2]))
         .await

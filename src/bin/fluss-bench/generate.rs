@@ -435,7 +435,9 @@ async fn load_pk_table(
             .snapshot_id;
     }
     // The tail: the remaining keys as inserts, interleaved with updates and deletes of
-    // keys written before them, in chunks so the changelog mixes all three.
+    // keys written before them, in rounds so the changelog mixes all three. Each round
+    // is one upsert (its new keys and its updated keys together, as a Fluss client
+    // batches a bucket's upserts into one KV batch) and one delete.
     let new_rows = total - lake_rows;
     let tail_size = ((total as f64) * config.tail_share).round() as usize;
     let updates = ((tail_size as f64) * config.update_rate).round() as usize;
@@ -445,14 +447,12 @@ async fn load_pk_table(
     let mut deleted = std::collections::HashSet::new();
     let mut written = lake_rows;
     for c in 0..chunks {
+        let mut upserts = Vec::new();
         let lo = lake_rows + new_rows * c / chunks;
         let hi = lake_rows + new_rows * (c + 1) / chunks;
         if hi > lo {
             let rows: Vec<u32> = (lo as u32..hi as u32).collect();
-            store
-                .upsert(&path, &take(&all, &rows)?)
-                .await
-                .context(|| format!("upserting new keys into {path}"))?;
+            upserts.push(take(&all, &rows)?);
             written = hi;
             stats.tail_rows += rows.len();
         }
@@ -465,13 +465,21 @@ async fn load_pk_table(
             .filter(|r| !deleted.contains(r))
             .collect();
         if !rows.is_empty() {
-            let batch = updated_values(&take(&all, &rows)?, value, comment, &mut rng)?;
+            upserts.push(updated_values(
+                &take(&all, &rows)?,
+                value,
+                comment,
+                &mut rng,
+            )?);
+            stats.tail_rows += rows.len();
+            stats.tail_updates += rows.len();
+        }
+        if !upserts.is_empty() {
+            let batch = concat_batches(&schema, &upserts).context(|| "concat".into())?;
             store
                 .upsert(&path, &batch)
                 .await
-                .context(|| format!("updating {path}"))?;
-            stats.tail_rows += rows.len();
-            stats.tail_updates += rows.len();
+                .context(|| format!("upserting into {path}"))?;
         }
         let n_del = deletes * (c + 1) / chunks - deletes * c / chunks;
         let mut rows: Vec<u32> = (0..n_del)

@@ -1178,6 +1178,12 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
     let _ = writeln!(md, "\n## Datasets\n");
     let _ = writeln!(
         md,
+        "PK tails are written in 8 rounds, each one upsert (the round's new keys and updated \
+         keys together) and one delete, so every bucket's changelog is 16 log batches; updates \
+         are -U/+U record pairs.\n"
+    );
+    let _ = writeln!(
+        md,
         "| lake | SF | tail share | buckets | load s | disk MiB | lake files (li/o/c/p) | rows: lake + tail → live (lineitem; orders; customer; part) |\n|---|---|---|---|---|---|---|---|"
     );
     for d in &suite.datasets {
