@@ -58,6 +58,14 @@ async fn query(ctx: &SessionContext, sql: &str) -> String {
     pretty_format_batches(&batches).unwrap().to_string()
 }
 
+/// The line of an EXPLAIN output that shows `node`.
+fn plan_line<'a>(explain: &'a str, node: &str) -> &'a str {
+    explain
+        .lines()
+        .find(|l| l.contains(node))
+        .unwrap_or_else(|| panic!("no {node} in {explain}"))
+}
+
 /// PK table `db.users` with `buckets` buckets holding ids `1..=rows_in_lake` (name `n<id>`,
 /// score = id), tiered to the lake once.
 async fn tiered_users(store: &LocalStore, buckets: i32, rows_in_lake: i64) -> TablePath {
@@ -120,10 +128,7 @@ async fn log_table_reads_lake_plus_tail() {
     assert!(explain.contains("FlussLogScanExec"), "{explain}");
     assert!(explain.contains("lake_snapshot=1"), "{explain}");
     // the parquet lake scan prunes row groups with the filter (pushed once)
-    let parquet = explain
-        .lines()
-        .find(|l| l.contains("DataSourceExec"))
-        .unwrap();
+    let parquet = plan_line(&explain, "DataSourceExec");
     assert!(parquet.contains("predicate=score@2 > 15"), "{parquet}");
     assert!(
         !parquet.contains("score@2 > 15 AND score@2 > 15"),
@@ -320,10 +325,7 @@ async fn point_lookups_by_bucket_key_read_one_bucket() {
         "EXPLAIN SELECT id, name FROM fluss.db.users WHERE id = 7",
     )
     .await;
-    let line = explain
-        .lines()
-        .find(|l| l.contains("FlussPrimaryKeyScanExec"))
-        .unwrap();
+    let line = plan_line(&explain, "FlussPrimaryKeyScanExec");
     assert!(line.contains("lake_splits=1"), "{line}");
     let out = query(
         &ctx,
@@ -494,10 +496,7 @@ async fn raw_lake_splits_are_read_as_parquet_and_still_overridden_by_the_tail() 
         "EXPLAIN ANALYZE SELECT id FROM fluss.db.users WHERE score > 100000",
     )
     .await;
-    let line = analyzed
-        .lines()
-        .find(|l| l.contains("FlussPrimaryKeyScanExec"))
-        .unwrap();
+    let line = plan_line(&analyzed, "FlussPrimaryKeyScanExec");
     assert!(line.contains("lake_rows=0"), "{line}");
     assert!(
         line.contains("row_groups_pruned_statistics=2 total → 0 matched"),

@@ -92,14 +92,16 @@ pub fn decompress_projected(
 
     // Lay the decompressed buffers out back to back, each aligned.
     let mut layout = Vec::with_capacity(buffers.len());
+    let mut stored = Vec::with_capacity(buffers.len());
     let mut total = 0usize;
     for (buffer, needed) in buffers.iter().zip(&needed) {
-        let length = if *needed {
+        let (length, as_is) = if *needed {
             uncompressed_length(buffer, body)?
         } else {
-            0
+            (0, false)
         };
         layout.push(ipc::Buffer::new(total as i64, length as i64));
+        stored.push(as_is);
         total = total
             .checked_add(length.next_multiple_of(BUFFER_ALIGNMENT))
             .filter(|t| *t <= MAX_BODY_BYTES)
@@ -110,19 +112,18 @@ pub fn decompress_projected(
             })?;
     }
     let mut out = MutableBuffer::from_len_zeroed(total);
-    for (i, ((source, target), needed)) in buffers.iter().zip(&layout).zip(&needed).enumerate() {
-        if !*needed || target.length() == 0 {
+    for (i, ((source, target), as_is)) in buffers.iter().zip(&layout).zip(&stored).enumerate() {
+        // Buffers outside the projection were laid out with length 0.
+        if target.length() == 0 {
             continue;
         }
         let start = source.offset() as usize;
         let input = &body[start + 8..start + source.length() as usize];
         let output =
             &mut out.as_slice_mut()[target.offset() as usize..][..target.length() as usize];
-        let stored = i64::from_le_bytes(prefix(source, body)?) == STORED_UNCOMPRESSED;
-        if stored {
-            output.copy_from_slice(input.get(..output.len()).ok_or_else(|| {
-                Error::data_invalid(format!("Arrow buffer {i} is shorter than it declares"))
-            })?);
+        if *as_is {
+            // its laid-out length is exactly the bytes after the prefix
+            output.copy_from_slice(input);
         } else {
             codec
                 .decompress(input, output)
@@ -225,10 +226,11 @@ fn prefix(buffer: &ipc::Buffer, body: &[u8]) -> Result<[u8; 8]> {
         .ok_or_else(|| Error::data_invalid("compressed Arrow buffer has no length prefix"))
 }
 
-/// Bytes a needed buffer takes once decompressed (0 for an empty buffer).
-fn uncompressed_length(buffer: &ipc::Buffer, body: &[u8]) -> Result<usize> {
+/// Bytes a needed buffer takes once decompressed (0 for an empty buffer), and
+/// whether it is stored as is (a -1 prefix) rather than compressed.
+fn uncompressed_length(buffer: &ipc::Buffer, body: &[u8]) -> Result<(usize, bool)> {
     if buffer.length() == 0 {
-        return Ok(0);
+        return Ok((0, false));
     }
     if buffer.length() < 8 {
         return Err(Error::data_invalid(format!(
@@ -237,10 +239,11 @@ fn uncompressed_length(buffer: &ipc::Buffer, body: &[u8]) -> Result<usize> {
         )));
     }
     match i64::from_le_bytes(prefix(buffer, body)?) {
-        STORED_UNCOMPRESSED => Ok(buffer.length() as usize - 8),
+        STORED_UNCOMPRESSED => Ok((buffer.length() as usize - 8, true)),
         declared => usize::try_from(declared)
             .ok()
             .filter(|d| *d <= MAX_BODY_BYTES)
+            .map(|d| (d, false))
             .ok_or_else(|| {
                 Error::data_invalid(format!(
                     "Arrow buffer declares {declared} uncompressed bytes"

@@ -7,11 +7,11 @@
 //! - lake rows whose key appears in the tail are dropped (the changelog always wins);
 //! - the tail's surviving upserts are emitted after the lake rows.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::BooleanBufferBuilder;
 use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
-use std::sync::Arc;
-
 use datafusion::arrow::compute::{BatchCoalescer, cast, max, min};
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::arrow::row::{RowConverter, SortField};
