@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::array::{BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::record::ChangeType;
@@ -299,6 +299,62 @@ async fn pk_writes_produce_the_fluss_changelog_across_reopen() {
         .await
         .unwrap();
     assert_eq!(hw.high_watermark, 7);
+}
+
+#[tokio::test]
+async fn one_kv_write_mixes_upserts_and_deletes_in_one_batch_per_bucket() {
+    let (_dir, store) = store().await;
+    let path = TablePath::new("db", "mixed");
+    store
+        .create_table(&path, &pk_descriptor(2), false)
+        .await
+        .unwrap();
+    store
+        .upsert(
+            &path,
+            &rows(&[1, 2, 3, 4], &["a", "b", "c", "d"], &[1, 2, 3, 4]),
+        )
+        .await
+        .unwrap();
+    // update 1, delete 2, insert 5, delete 5 again, delete a missing key, update 4
+    let batch = rows(
+        &[1, 2, 5, 5, 99, 4],
+        &["a2", "", "e", "", "", "d2"],
+        &[10, 0, 5, 0, 0, 40],
+    );
+    let deletes = BooleanArray::from(vec![false, true, false, true, true, false]);
+    let written = store.write_changes(&path, &batch, &deletes).await.unwrap();
+    assert_eq!(written.rows, 6);
+    assert_eq!(written.batches, 2, "one changelog batch per bucket touched");
+    // -U/+U for 1 and 4, -D for 2, +I and -D for 5, nothing for 99
+    assert_eq!(written.records, 7);
+    let mut live: Vec<(i64, String)> = Vec::new();
+    let mut by_key = std::collections::BTreeMap::new();
+    for (_, change, row) in read_all_log(&store, &path).await {
+        let id = row["id"].as_i64().unwrap();
+        match change {
+            ChangeType::Delete | ChangeType::UpdateBefore => {
+                by_key.remove(&id);
+            }
+            _ => {
+                by_key.insert(id, row["name"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    live.extend(by_key);
+    assert_eq!(
+        live,
+        vec![(1, "a2".into()), (3, "c".into()), (4, "d2".into())]
+    );
+    let wrong = BooleanArray::from(vec![true]);
+    let err = store
+        .write_changes(&path, &batch, &wrong)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("1 delete flags for 6 rows"),
+        "{err}"
+    );
 }
 
 async fn lake_rows(dir: &tempfile::TempDir, table: &str) -> Vec<serde_json::Value> {

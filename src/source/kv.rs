@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{Array, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::interleave_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
@@ -96,30 +96,30 @@ impl KeyValueState {
 
     /// Upserts full rows, returning the changelog Fluss would write.
     pub fn upsert(&mut self, batch: &RecordBatch) -> Result<Changelog> {
+        self.write(batch, None)
+    }
+
+    /// Applies one KV batch as a Fluss client sends it: full rows in order, each an
+    /// upsert, or a delete by key where `deletes` is set (its other columns are
+    /// ignored). Returns the one changelog the tablet writes for the batch.
+    pub fn write(
+        &mut self,
+        batch: &RecordBatch,
+        deletes: Option<&BooleanArray>,
+    ) -> Result<Changelog> {
+        if let Some(deletes) = deletes
+            && deletes.len() != batch.num_rows()
+        {
+            return Err(Error::invalid_input(format!(
+                "{} delete flags for {} rows",
+                deletes.len(),
+                batch.num_rows()
+            )));
+        }
         let keys = self.keys_of(batch, &self.key_columns.clone())?;
         let input = self.retain(batch);
-        let mut picks = Vec::with_capacity(batch.num_rows() * 2);
-        let mut change_types = Vec::with_capacity(batch.num_rows() * 2);
-        for (row, key) in keys.into_iter().enumerate() {
-            match self.rows.insert(key, (input, row)) {
-                Some(previous) => {
-                    picks.push(previous);
-                    change_types.push(ChangeType::UpdateBefore);
-                    picks.push((input, row));
-                    change_types.push(ChangeType::UpdateAfter);
-                }
-                None => {
-                    picks.push((input, row));
-                    change_types.push(ChangeType::Insert);
-                }
-            }
-        }
-        let batch = self.gather(&picks)?;
-        self.maybe_compact()?;
-        Ok(Changelog {
-            batch,
-            change_types,
-        })
+        let is_delete = |row: usize| deletes.is_some_and(|d| d.is_valid(row) && d.value(row));
+        self.record_changes(keys, |row| (!is_delete(row)).then_some((input, row)))
     }
 
     /// Deletes the keys found in `keys` (a batch holding at least the key columns, by
@@ -136,13 +136,41 @@ impl KeyValueState {
             })
             .collect::<Result<Vec<_>>>()?;
         let key_rows = self.keys_of(keys, &columns)?;
-        let mut picks = Vec::new();
-        for key in key_rows {
-            if let Some(previous) = self.rows.remove(&key) {
-                picks.push(previous);
+        self.record_changes(key_rows, |_| None)
+    }
+
+    /// Applies one change per key in order, `new_row(i)` being the upserted row of key
+    /// `i` or `None` for a delete: `+I` for a new key, `-U`/`+U` for an update, `-D`
+    /// with the previous image for a delete (nothing for a delete of a missing key).
+    fn record_changes(
+        &mut self,
+        keys: Vec<OwnedRow>,
+        new_row: impl Fn(usize) -> Option<(usize, usize)>,
+    ) -> Result<Changelog> {
+        let mut picks = Vec::with_capacity(keys.len() * 2);
+        let mut change_types = Vec::with_capacity(keys.len() * 2);
+        for (i, key) in keys.into_iter().enumerate() {
+            match new_row(i) {
+                Some(row) => match self.rows.insert(key, row) {
+                    Some(previous) => {
+                        picks.push(previous);
+                        change_types.push(ChangeType::UpdateBefore);
+                        picks.push(row);
+                        change_types.push(ChangeType::UpdateAfter);
+                    }
+                    None => {
+                        picks.push(row);
+                        change_types.push(ChangeType::Insert);
+                    }
+                },
+                None => {
+                    if let Some(previous) = self.rows.remove(&key) {
+                        picks.push(previous);
+                        change_types.push(ChangeType::Delete);
+                    }
+                }
             }
         }
-        let change_types = vec![ChangeType::Delete; picks.len()];
         let batch = self.gather(&picks)?;
         self.maybe_compact()?;
         Ok(Changelog {
@@ -242,5 +270,34 @@ mod tests {
             )
             .unwrap();
         assert!(replay.is_empty());
+    }
+
+    #[test]
+    fn one_write_mixes_upserts_and_deletes_in_order() {
+        let mut state = KeyValueState::new(batch(&[], &[]).schema(), vec![0]).unwrap();
+        state.upsert(&batch(&[1, 2], &["a", "b"])).unwrap();
+        // delete 1, update 2, insert 3, delete 3 again, delete a missing key
+        let rows = batch(&[1, 2, 3, 3, 9], &["", "b2", "c", "", ""]);
+        let deletes = BooleanArray::from(vec![true, false, false, true, true]);
+        let log = state.write(&rows, Some(&deletes)).unwrap();
+        assert_eq!(
+            log.change_types,
+            vec![
+                ChangeType::Delete,
+                ChangeType::UpdateBefore,
+                ChangeType::UpdateAfter,
+                ChangeType::Insert,
+                ChangeType::Delete
+            ]
+        );
+        let ids = log.batch.column(0).as_primitive::<Int64Type>();
+        assert_eq!(ids.values().to_vec(), vec![1, 2, 2, 3, 3]);
+        let names = log.batch.column(1).as_string::<i32>();
+        // -D carries the previous image, not the delete row's values
+        assert_eq!(names.value(0), "a");
+        assert_eq!(names.value(4), "c");
+        assert_eq!(state.len(), 1);
+        let wrong = BooleanArray::from(vec![true]);
+        assert!(state.write(&rows, Some(&wrong)).is_err());
     }
 }

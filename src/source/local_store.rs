@@ -11,9 +11,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::{cast, take_record_batch};
-use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
+use datafusion::arrow::datatypes::{
+    DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
+};
 use fluss::metadata::{
     DataLakeFormat, JsonSerde, PartitionInfo, ResolvedPartitionSpec, Schema, TableDescriptor,
     TableInfo, TablePath,
@@ -70,6 +72,18 @@ pub struct WriteResult {
 }
 
 type BucketKey = (i64, Option<i64>, i32);
+
+/// What one KV write does with its rows.
+#[derive(Debug, Clone, Copy)]
+enum KvWrite<'a> {
+    Upsert,
+    Delete,
+    /// Row `i` is a delete where the flag is set, an upsert otherwise.
+    Mixed(&'a BooleanArray),
+}
+
+/// Name of the delete-flag column a mixed write carries through the bucket split.
+const DELETE_FLAG_COLUMN: &str = "__fluss_delete_flag";
 
 #[derive(Debug, Default)]
 struct WriterState {
@@ -697,7 +711,14 @@ impl LocalStore {
             .assigners
             .get_mut(&id)
             .ok_or_else(|| Error::internal("bucket assigner vanished"))?;
-        let buckets = assigner.assign(batch)?;
+        // the bucket key comes from the table's columns, not a mixed write's delete flags
+        let buckets = match batch.schema().fields().last() {
+            Some(last) if last.name() == DELETE_FLAG_COLUMN => {
+                let columns: Vec<usize> = (0..batch.num_columns() - 1).collect();
+                assigner.assign(&batch.project(&columns)?)?
+            }
+            _ => assigner.assign(batch)?,
+        };
         let mut rows: BTreeMap<i32, Vec<u32>> = BTreeMap::new();
         for (row, bucket) in buckets.into_iter().enumerate() {
             rows.entry(bucket).or_default().push(row as u32);
@@ -743,19 +764,39 @@ impl LocalStore {
 
     /// Upserts full rows into a primary-key table.
     pub async fn upsert(&self, path: &TablePath, batch: &RecordBatch) -> Result<WriteResult> {
-        self.write_kv(path, batch, false).await
+        self.write_kv(path, batch, KvWrite::Upsert).await
     }
 
     /// Deletes rows by primary key (`keys` holds at least the key columns).
     pub async fn delete(&self, path: &TablePath, keys: &RecordBatch) -> Result<WriteResult> {
-        self.write_kv(path, keys, true).await
+        self.write_kv(path, keys, KvWrite::Delete).await
+    }
+
+    /// Writes one KV batch as a Fluss client sends it: full rows in order, each an
+    /// upsert, or a delete by key where `deletes` is set (the other columns of a delete
+    /// row are ignored but must still fit the schema). Every bucket touched gets one
+    /// changelog batch, mixing `+I`, `-U`/`+U` and `-D` as a tablet writes them.
+    pub async fn write_changes(
+        &self,
+        path: &TablePath,
+        batch: &RecordBatch,
+        deletes: &BooleanArray,
+    ) -> Result<WriteResult> {
+        if deletes.len() != batch.num_rows() {
+            return Err(Error::invalid_input(format!(
+                "writing to '{path}': {} delete flags for {} rows",
+                deletes.len(),
+                batch.num_rows()
+            )));
+        }
+        self.write_kv(path, batch, KvWrite::Mixed(deletes)).await
     }
 
     async fn write_kv(
         &self,
         path: &TablePath,
         batch: &RecordBatch,
-        delete: bool,
+        kind: KvWrite<'_>,
     ) -> Result<WriteResult> {
         let table = self.get_table(path).await?;
         if !table.info.has_primary_key() {
@@ -764,14 +805,28 @@ impl LocalStore {
             )));
         }
         let latest = table.schemas.latest()?;
-        let full = if delete {
-            conform_keys(
+        let width = latest.arrow.fields().len();
+        let full = match kind {
+            KvWrite::Delete => conform_keys(
                 batch,
                 &latest.arrow,
                 &table.info.get_schema().primary_key_indexes(),
-            )?
-        } else {
-            self.conform(&table, batch)?
+            )?,
+            KvWrite::Upsert => self.conform(&table, batch)?,
+            // The delete flags travel as a trailing column through the partition and
+            // bucket split, and are taken off again per bucket.
+            KvWrite::Mixed(deletes) => {
+                let rows = self.conform(&table, batch)?;
+                let mut fields = rows.schema().fields().to_vec();
+                fields.push(Arc::new(Field::new(
+                    DELETE_FLAG_COLUMN,
+                    ArrowType::Boolean,
+                    true,
+                )));
+                let mut columns = rows.columns().to_vec();
+                columns.push(Arc::new(deletes.clone()));
+                RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), columns)?
+            }
         };
         let builder = self.batch_builder(&table, true)?;
         let mut result = WriteResult {
@@ -796,10 +851,16 @@ impl LocalStore {
                     .kv
                     .get_mut(&key)
                     .ok_or_else(|| Error::internal("kv state vanished"))?;
-                let changelog = if delete {
-                    kv.delete(&rows)?
-                } else {
-                    kv.upsert(&rows)?
+                let changelog = match kind {
+                    KvWrite::Upsert => kv.upsert(&rows)?,
+                    KvWrite::Delete => kv.delete(&rows)?,
+                    KvWrite::Mixed(_) => {
+                        let deletes = rows.column(width).as_boolean().clone();
+                        kv.write(
+                            &rows.project(&(0..width).collect::<Vec<_>>())?,
+                            Some(&deletes),
+                        )?
+                    }
                 };
                 // A write that changes nothing still takes an offset (empty batch), as Fluss.
                 self.append_batch(
