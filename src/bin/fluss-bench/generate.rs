@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion::arrow::array::{ArrayRef, Decimal128Array, RecordBatch, StringArray, UInt32Array};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Decimal128Array, RecordBatch, StringArray, UInt32Array,
+};
 use datafusion::arrow::compute::{cast, concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
 use fluss::metadata::{DataType as FlussType, DataTypes, Schema, TableDescriptor, TablePath};
@@ -436,8 +438,9 @@ async fn load_pk_table(
     }
     // The tail: the remaining keys as inserts, interleaved with updates and deletes of
     // keys written before them, in rounds so the changelog mixes all three. Each round
-    // is one upsert (its new keys and its updated keys together, as a Fluss client
-    // batches a bucket's upserts into one KV batch) and one delete.
+    // is one KV write (its new keys, updated keys and deletes together, as a Fluss
+    // client batches a bucket's upserts and deletes into one KV batch), so one
+    // changelog batch per bucket and round.
     let new_rows = total - lake_rows;
     let tail_size = ((total as f64) * config.tail_share).round() as usize;
     let updates = ((tail_size as f64) * config.update_rate).round() as usize;
@@ -474,27 +477,26 @@ async fn load_pk_table(
             stats.tail_rows += rows.len();
             stats.tail_updates += rows.len();
         }
-        if !upserts.is_empty() {
-            let batch = concat_batches(&schema, &upserts).context(|| "concat".into())?;
-            store
-                .upsert(&path, &batch)
-                .await
-                .context(|| format!("upserting into {path}"))?;
-        }
         let n_del = deletes * (c + 1) / chunks - deletes * c / chunks;
         let mut rows: Vec<u32> = (0..n_del)
             .map(|_| rng.below(written as u64) as u32)
             .collect();
         rows.sort_unstable();
         rows.dedup();
+        let upserted: usize = upserts.iter().map(RecordBatch::num_rows).sum();
         if !rows.is_empty() {
-            store
-                .delete(&path, &take(&all, &rows)?)
-                .await
-                .context(|| format!("deleting from {path}"))?;
+            upserts.push(take(&all, &rows)?);
             stats.tail_rows += rows.len();
             stats.tail_deletes += rows.len();
-            deleted.extend(rows);
+            deleted.extend(rows.iter().copied());
+        }
+        if !upserts.is_empty() {
+            let batch = concat_batches(&schema, &upserts).context(|| "concat".into())?;
+            let flags = BooleanArray::from_iter((0..batch.num_rows()).map(|i| Some(i >= upserted)));
+            store
+                .write_changes(&path, &batch, &flags)
+                .await
+                .context(|| format!("writing to {path}"))?;
         }
     }
     stats.live_rows = total - deleted.len();

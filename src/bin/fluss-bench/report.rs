@@ -1178,9 +1178,9 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
     let _ = writeln!(md, "\n## Datasets\n");
     let _ = writeln!(
         md,
-        "PK tails are written in 8 rounds, each one upsert (the round's new keys and updated \
-         keys together) and one delete, so every bucket's changelog is 16 log batches; updates \
-         are -U/+U record pairs.\n"
+        "PK tails are written in 8 rounds, each one KV write (the round's new keys, updated \
+         keys and deletes together, as a Fluss client batches a bucket's writes), so every \
+         bucket's changelog tail is 8 log batches mixing +I, -U/+U pairs and -D.\n"
     );
     let _ = writeln!(
         md,
