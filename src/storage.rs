@@ -195,8 +195,19 @@ impl Storage {
                 use std::io::{Read, Seek, SeekFrom};
                 let mut file = std::fs::File::open(&local)?;
                 file.seek(SeekFrom::Start(range.start))?;
-                let mut bytes = vec![0; range.end.saturating_sub(range.start) as usize];
-                file.read_exact(&mut bytes)?;
+                let len = range.end.saturating_sub(range.start);
+                // read into spare capacity: no zero-fill of a buffer about to be overwritten
+                let mut bytes = Vec::with_capacity(len as usize);
+                file.take(len).read_to_end(&mut bytes)?;
+                if bytes.len() as u64 != len {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "range {range:?} ends after the end of the file ({} bytes read)",
+                            bytes.len()
+                        ),
+                    ));
+                }
                 Ok(bytes)
             };
             return read()
