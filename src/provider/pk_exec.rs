@@ -227,15 +227,22 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         let stream = futures::stream::iter(tasks)
             .map(move |task| {
                 let merge = merge.clone();
-                let folding = SpawnedTask::spawn({
-                    let (merge, task) = (merge.clone(), task.clone());
-                    async move { merge.fold_tail(&task).await }
+                // A bucket without a tail has nothing to fold: no task is spawned, so a
+                // fully tiered table schedules nothing beyond its partitions.
+                let has_tail = task.tail.as_ref().is_some_and(|cut| !cut.range.is_empty());
+                let folding = has_tail.then(|| {
+                    SpawnedTask::spawn({
+                        let (merge, task) = (merge.clone(), task.clone());
+                        async move { merge.fold_tail(&task).await }
+                    })
                 });
                 async move {
-                    let fold = folding
-                        .join()
-                        .await
-                        .map_err(|e| Error::internal(format!("tail fold task failed: {e}")))??;
+                    let fold = match folding {
+                        Some(folding) => folding.join().await.map_err(|e| {
+                            Error::internal(format!("tail fold task failed: {e}"))
+                        })??,
+                        None => merge.fold_tail(&task).await?,
+                    };
                     merge.merge(task, fold)
                 }
             })

@@ -740,6 +740,17 @@ async fn bench_dataset(
     Ok(())
 }
 
+/// Lets the machine settle after a dataset was written, before anything is timed: the
+/// kernel writes the new files' dirty pages back 30 s after they were written (often
+/// hundreds of MiB), and the allocator returns the generator's freed memory after its
+/// purge delay; either would otherwise land in the middle of the timed runs.
+async fn settle_after_load() {
+    if let Err(e) = std::process::Command::new("sync").status() {
+        eprintln!("  sync failed ({e}); timings may include disk write-back");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+}
+
 async fn run(args: &Args) -> BenchResult<Suite> {
     let data_root = args
         .data_dir
@@ -801,6 +812,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
                 eprintln!("generating {} (sf {sf}, tail {share})", root.display());
                 let dataset = generate::generate(&root, &config).await?;
                 eprintln!("  loaded in {:.1}s", dataset.seconds);
+                settle_after_load().await;
                 let mut lake_files = BTreeMap::new();
                 for table in queries::TABLES {
                     lake_files.insert(

@@ -905,7 +905,8 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
         "Union read (Paimon lake snapshot + Fluss log tail) against its peers on the same files. \
          Every figure is a median of at least {} run(s) after {} warm-up run(s) (more, up to 20x, \
          until a query's runs add up to {} ms; the engines of a query run in turn), shown as \
-         `median (min–max)` ms, and as a ratio to a named peer. Lake formats: {}.\n",
+         `median (min–max)` ms, and as a ratio to a named peer. Each dataset is flushed to \
+         disk (`sync`) after it is generated and before it is timed. Lake formats: {}.\n",
         suite.config["runs"],
         suite.config["warmup"],
         suite.config["min_time_ms"],
