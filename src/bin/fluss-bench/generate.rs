@@ -450,12 +450,12 @@ async fn load_pk_table(
     let mut deleted = std::collections::HashSet::new();
     let mut written = lake_rows;
     for c in 0..chunks {
-        let mut upserts = Vec::new();
+        let mut changes = Vec::new();
         let lo = lake_rows + new_rows * c / chunks;
         let hi = lake_rows + new_rows * (c + 1) / chunks;
         if hi > lo {
             let rows: Vec<u32> = (lo as u32..hi as u32).collect();
-            upserts.push(take(&all, &rows)?);
+            changes.push(take(&all, &rows)?);
             written = hi;
             stats.tail_rows += rows.len();
         }
@@ -468,7 +468,7 @@ async fn load_pk_table(
             .filter(|r| !deleted.contains(r))
             .collect();
         if !rows.is_empty() {
-            upserts.push(updated_values(
+            changes.push(updated_values(
                 &take(&all, &rows)?,
                 value,
                 comment,
@@ -483,15 +483,15 @@ async fn load_pk_table(
             .collect();
         rows.sort_unstable();
         rows.dedup();
-        let upserted: usize = upserts.iter().map(RecordBatch::num_rows).sum();
+        let upserted: usize = changes.iter().map(RecordBatch::num_rows).sum();
         if !rows.is_empty() {
-            upserts.push(take(&all, &rows)?);
+            changes.push(take(&all, &rows)?);
             stats.tail_rows += rows.len();
             stats.tail_deletes += rows.len();
             deleted.extend(rows.iter().copied());
         }
-        if !upserts.is_empty() {
-            let batch = concat_batches(&schema, &upserts).context(|| "concat".into())?;
+        if !changes.is_empty() {
+            let batch = concat_batches(&schema, &changes).context(|| "concat".into())?;
             let flags = BooleanArray::from_iter((0..batch.num_rows()).map(|i| Some(i >= upserted)));
             store
                 .write_changes(&path, &batch, &flags)

@@ -91,20 +91,16 @@ fn time_ratio(
         && a.samples_ms.len() == b.samples_ms.len()
         && !a.samples_ms.is_empty();
     if paired {
-        let mut ratios: Vec<f64> = a
+        let ratios: Vec<f64> = a
             .samples_ms
             .iter()
             .zip(&b.samples_ms)
             .map(|(x, y)| x / y)
             .filter(|r| r.is_finite() && *r > 0.0)
             .collect();
-        ratios.sort_by(f64::total_cmp);
-        let n = ratios.len();
-        return match n {
-            0 => None,
-            _ if n % 2 == 1 => Some(ratios[n / 2]),
-            _ => Some((ratios[n / 2 - 1] + ratios[n / 2]) / 2.0),
-        };
+        // the same median every timing in the report uses
+        let median = Timing::from_samples(ratios, 0).median_ms;
+        return median.is_finite().then_some(median);
     }
     Some(median(suite, sf, share, query, engine, tp)? / median(suite, sf, share, query, peer, tp)?)
 }
