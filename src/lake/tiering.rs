@@ -29,10 +29,11 @@ use super::arrow_bridge::to_arrow58;
 use super::paimon::PaimonLake;
 use super::{FLUSS_OFFSETS_PROPERTY, TIERING_COMMIT_USER};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{LogRange, LogReadOptions};
+use crate::log::LogReadOptions;
 use crate::source::layout;
 use crate::source::metadata::{LakeSnapshotEntry, TableBucketOffsets};
 use crate::source::{FlussSource, FlussTable, LocalStore};
+use crate::union::cut::bucket_range;
 
 /// What one tiering run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -244,19 +245,18 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
 
     for bucket in store.buckets(&table).await? {
         let bounds = store.bucket_offsets(&table, &bucket).await?;
-        let start = offsets
-            .get(bucket.partition_id(), bucket.bucket)
-            .unwrap_or(bounds.earliest);
-        if start >= bounds.high_watermark {
+        // The same range a union read would take: tiering must not skip offsets the
+        // log lost either.
+        let range = bucket_range(offsets.get(bucket.partition_id(), bucket.bucket), bounds)
+            .map_err(|e| {
+                e.with_context("table", path.to_string())
+                    .with_context("bucket", bucket.bucket)
+            })?;
+        if range.is_empty() {
             continue;
         }
         let mut stream = store
-            .read_log(
-                &table,
-                &bucket,
-                LogRange::new(start, bounds.high_watermark),
-                LogReadOptions::verified(),
-            )
+            .read_log(&table, &bucket, range, LogReadOptions::verified())
             .await?;
         while let Some(batch) = stream.try_next().await? {
             let rows = if is_pk {

@@ -529,6 +529,12 @@ impl Iterator for BatchIterator {
             Err(e) => return Some(Err(e)),
         };
         if length < (MIN_HEADER_SIZE - LOG_OVERHEAD) as i32 {
+            // Zeros past the last batch are preallocated space a crash left
+            // unwritten, not a batch: the segment's caller decides what a tail is.
+            if self.bytes[self.position..].iter().all(|b| *b == 0) {
+                self.torn_tail = Some(self.position);
+                return None;
+            }
             self.failed = true;
             return Some(Err(Error::data_invalid(format!(
                 "batch length {length} is smaller than any batch header"

@@ -122,6 +122,8 @@ pub struct BucketLogReader {
     next_segment: usize,
     pending: std::collections::VecDeque<(LogBatch, Arc<str>)>,
     position: i64,
+    /// Whether a batch of the range has been seen (the first may start before it).
+    started: bool,
     metrics: LogReadMetrics,
 }
 
@@ -151,6 +153,7 @@ impl BucketLogReader {
             next_segment: 0,
             pending: Default::default(),
             position: range.start,
+            started: false,
             metrics: LogReadMetrics::default(),
         })
     }
@@ -234,6 +237,25 @@ impl BucketLogReader {
                 e.with_context("dir", &self.bucket_dir)
                     .with_context("file", &file)
             };
+            // The first batch holds `start`; every later one begins where the one
+            // before it ended. Anything else means offsets are missing from the log.
+            let contiguous = if self.started {
+                batch.base_offset() == self.position
+            } else {
+                batch.base_offset() <= self.position
+            };
+            if !contiguous {
+                return Err(context(
+                    Error::data_invalid(format!(
+                        "the log skips from offset {} to a batch at {}: offsets are missing",
+                        self.position,
+                        batch.base_offset()
+                    ))
+                    .with_context("expected_offset", self.position)
+                    .with_context("found_offset", batch.base_offset()),
+                ));
+            }
+            self.started = true;
             self.position = batch.next_offset();
             if self.options.verify_crc {
                 batch.verify_crc().map_err(context)?;
@@ -394,5 +416,23 @@ pub async fn bucket_offsets(storage: &Storage, bucket_dir: &str) -> Result<(i64,
     };
     let earliest = segments.first().map_or(0, |s| s.base_offset);
     let end = super::segment::segment_end_offset(storage, last).await?;
+    // An empty newest segment (just rolled, or a stray file) puts the end at its
+    // name: that must be where the segment before it ends, or the end would hide or
+    // invent offsets.
+    if end == last.base_offset
+        && let [.., previous, _] = segments.as_slice()
+    {
+        let previous_end = super::segment::segment_end_offset(storage, previous).await?;
+        if previous_end != last.base_offset {
+            return Err(Error::data_invalid(format!(
+                "the newest segment is empty and named for offset {} but the segment \
+                 before it ends at {previous_end}",
+                last.base_offset
+            ))
+            .with_context("file", &last.path)
+            .with_context("expected_offset", previous_end)
+            .with_context("found_offset", last.base_offset));
+        }
+    }
     Ok((earliest, end))
 }

@@ -75,7 +75,7 @@ impl SchemaHistory {
         self.versions
             .get(&id)
             .cloned()
-            .ok_or_else(|| Error::not_found(format!("unknown schema id {id}")))
+            .ok_or_else(|| Error::data_invalid(format!("unknown schema id {id}")))
     }
 
     /// The newest version.
@@ -84,7 +84,7 @@ impl SchemaHistory {
             .values()
             .next_back()
             .cloned()
-            .ok_or_else(|| Error::not_found("table has no schema"))
+            .ok_or_else(|| Error::data_invalid("table has no schema"))
     }
 
     /// Number of versions.

@@ -83,8 +83,13 @@ pub fn frame_segment(
     frame_from(bytes, segment, is_last, segment.base_offset)
 }
 
-/// Frames batches in bytes that start at a batch boundary whose base offset is at
-/// least `expected_offset`.
+/// Frames batches in bytes that start at a batch boundary whose base offset is
+/// `expected_offset`: every batch must start where the one before it ended (Fluss logs
+/// have no gaps; a gap means bytes were lost).
+///
+/// Bytes after the last complete batch are a torn tail (a crash mid-append) only in
+/// the newest segment and only if [`tail_is_torn_write`] says they can be one;
+/// anything else is corruption, reported and never truncated.
 fn frame_from(
     bytes: Bytes,
     segment: &SegmentFile,
@@ -92,33 +97,105 @@ fn frame_from(
     expected_offset: i64,
 ) -> Result<SegmentContents> {
     let total = bytes.len();
-    let mut iter = BatchIterator::new(bytes);
+    let mut iter = BatchIterator::new(bytes.clone());
     let mut batches = Vec::new();
     let mut expected_offset = expected_offset;
     for batch in iter.by_ref() {
         let batch = batch.map_err(|e| e.with_context("file", &segment.path))?;
-        if batch.base_offset() < expected_offset {
+        if batch.base_offset() != expected_offset {
+            let what = if batch.base_offset() < expected_offset {
+                "goes backwards"
+            } else {
+                "leaves a gap"
+            };
             return Err(Error::data_invalid(format!(
-                "batch base offset {} goes backwards (expected at least {expected_offset})",
+                "batch base offset {} {what}: expected {expected_offset}",
                 batch.base_offset()
             ))
-            .with_context("file", &segment.path));
+            .with_context("file", &segment.path)
+            .with_context("expected_offset", expected_offset)
+            .with_context("found_offset", batch.base_offset()));
         }
         expected_offset = batch.next_offset();
         batches.push(batch);
     }
     let valid_length = iter.position();
     let torn = valid_length < total;
-    if torn && !is_last {
-        return Err(Error::data_invalid(format!(
-            "incomplete batch at byte {valid_length} of a sealed segment ({total} bytes)"
-        ))
-        .with_context("file", &segment.path));
+    if torn {
+        let tail = bytes.slice(valid_length..);
+        if !is_last {
+            return Err(Error::data_invalid(format!(
+                "incomplete batch at byte {valid_length} of a sealed segment ({total} bytes)"
+            ))
+            .with_context("file", &segment.path));
+        }
+        if let Err(e) = tail_is_torn_write(&tail, expected_offset) {
+            return Err(e
+                .with_context("file", &segment.path)
+                .with_context("position", valid_length));
+        }
     }
     Ok(SegmentContents {
         batches,
         valid_length,
         torn,
+    })
+}
+
+/// Whether the bytes after the last complete batch of the newest segment can be a
+/// write that a crash cut short (Kafka's log recovery draws the same line): zeros
+/// (space preallocated and never written), or the beginning of the next batch, whose
+/// base offset (once 8 bytes of it exist) is `expected_offset` and after which no
+/// complete valid batch follows. A length field that runs past the file while valid
+/// batches follow it is a damaged length, not a torn write: truncating there would
+/// drop committed batches.
+pub fn tail_is_torn_write(tail: &[u8], expected_offset: i64) -> Result<()> {
+    if tail.iter().all(|b| *b == 0) {
+        return Ok(());
+    }
+    if let Some(base) = tail.get(..8) {
+        let base = i64::from_le_bytes(base.try_into().unwrap_or_default());
+        if base != expected_offset {
+            return Err(Error::data_invalid(format!(
+                "bytes after the last complete batch start with base offset {base}, expected \
+                 {expected_offset}: the segment is damaged"
+            )));
+        }
+    }
+    if let Some(found) = first_valid_batch_after(tail, 1) {
+        return Err(Error::data_invalid(format!(
+            "a batch length field runs past the end of the file but a valid batch follows \
+             {found} bytes later: the length is damaged"
+        )));
+    }
+    Ok(())
+}
+
+/// Position (relative to `bytes`) of the first complete batch at or after `from`
+/// whose header parses and whose CRC matches.
+fn first_valid_batch_after(bytes: &[u8], from: usize) -> Option<usize> {
+    use super::format::{LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET};
+    (from..bytes.len().saturating_sub(LOG_OVERHEAD)).find(|&at| {
+        let magic = bytes.get(at + MAGIC_OFFSET).copied();
+        if !matches!(magic, Some(0..=2)) {
+            return false;
+        }
+        let length = bytes
+            .get(at + LENGTH_OFFSET..at + LENGTH_OFFSET + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_le_bytes);
+        let Some(size) = length
+            .and_then(|l| usize::try_from(l).ok())
+            .map(|l| l + LOG_OVERHEAD)
+        else {
+            return false;
+        };
+        let Some(candidate) = bytes.get(at..at.saturating_add(size)) else {
+            return false;
+        };
+        LogBatch::parse(Bytes::copy_from_slice(candidate))
+            .and_then(|b| b.verify_crc())
+            .is_ok()
     })
 }
 

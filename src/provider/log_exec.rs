@@ -36,7 +36,6 @@ pub struct FlussLogScanExec {
     filters: Vec<String>,
     snapshot_id: Option<i64>,
     limit: Option<usize>,
-    exact_rows: bool,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -60,7 +59,6 @@ impl FlussLogScanExec {
         let groups =
             super::describe::group_by_size(buckets, target_partitions, |b| b.range.offsets());
         let properties = super::describe::leaf_properties(&schema, groups.len());
-        let exact_rows = predicate.is_none() && !table.info.has_primary_key();
         Self {
             source,
             table,
@@ -71,7 +69,6 @@ impl FlussLogScanExec {
             filters,
             snapshot_id,
             limit,
-            exact_rows,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -158,12 +155,13 @@ impl ExecutionPlan for FlussLogScanExec {
             Some(p) => self.groups.get(p).map_or(0, |g| g.iter().map(span).sum()),
             None => self.buckets().map(span).sum(),
         };
+        // Inexact: offsets count batches nobody has read yet (empty batches take an
+        // offset, and a damaged log must fail the read, not be answered from here).
         let mut stats = Statistics::new_unknown(&self.schema);
-        stats.num_rows = match (self.exact_rows, self.limit) {
-            (true, None) => Precision::Exact(rows),
-            (_, Some(l)) => Precision::Inexact(rows.min(l)),
-            (false, None) => Precision::Inexact(rows),
-        };
+        stats.num_rows = Precision::Inexact(match self.limit {
+            Some(l) => rows.min(l),
+            None => rows,
+        });
         Ok(Arc::new(stats))
     }
 }

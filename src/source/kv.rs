@@ -122,6 +122,73 @@ impl KeyValueState {
         self.record_changes(keys, |row| (!is_delete(row)).then_some((input, row)))
     }
 
+    /// Partial update, as a Fluss tablet applies an upsert that names only some
+    /// columns (`PartialUpdater`): for every row of `batch` (full-schema layout), the
+    /// `written` columns take the new values and the others keep the key's current
+    /// values (null for a new key). Changelog as for [`KeyValueState::upsert`]:
+    /// `+I`, or `-U` with the previous image and `+U` with the merged row.
+    pub fn write_partial(&mut self, batch: &RecordBatch, written: &[bool]) -> Result<Changelog> {
+        if written.len() != self.schema.fields().len() {
+            return Err(Error::internal(
+                "partial update mask does not match the schema",
+            ));
+        }
+        let keys = self.keys_of(batch, &self.key_columns.clone())?;
+        let mut changes = Changelog {
+            batch: RecordBatch::new_empty(self.schema.clone()),
+            change_types: Vec::new(),
+        };
+        let mut parts = Vec::new();
+        let mut start = 0;
+        // Rows are merged in runs of distinct keys: a key written twice in one batch
+        // merges its second row into the first one's result.
+        while start < keys.len() {
+            let mut seen = std::collections::HashSet::new();
+            let end = (start..keys.len())
+                .find(|&i| !seen.insert(&keys[i]))
+                .unwrap_or(keys.len());
+            let merged =
+                self.merge_run(&batch.slice(start, end - start), &keys[start..end], written)?;
+            let index = self.retain(&merged);
+            let run = self.record_changes(keys[start..end].to_vec(), |i| Some((index, i)))?;
+            changes.change_types.extend(run.change_types);
+            parts.push(run.batch);
+            start = end;
+        }
+        changes.batch = datafusion::arrow::compute::concat_batches(&self.schema, &parts)?;
+        Ok(changes)
+    }
+
+    /// The rows of `run` (distinct keys) with their unwritten columns taken from the
+    /// keys' current rows.
+    fn merge_run(
+        &self,
+        run: &RecordBatch,
+        keys: &[OwnedRow],
+        written: &[bool],
+    ) -> Result<RecordBatch> {
+        let previous: Vec<Option<(usize, usize)>> =
+            keys.iter().map(|k| self.rows.get(k).copied()).collect();
+        let mut columns = Vec::with_capacity(written.len());
+        for (c, field) in self.schema.fields().iter().enumerate() {
+            if written[c] {
+                columns.push(run.column(c).clone());
+                continue;
+            }
+            let nulls = datafusion::arrow::array::new_null_array(field.data_type(), 1);
+            let mut sources: Vec<&dyn Array> =
+                self.batches.iter().map(|b| b.column(c).as_ref()).collect();
+            let null_source = sources.len();
+            sources.push(nulls.as_ref());
+            let picks: Vec<(usize, usize)> = previous
+                .iter()
+                .map(|p| p.unwrap_or((null_source, 0)))
+                .collect();
+            columns.push(datafusion::arrow::compute::interleave(&sources, &picks)?);
+        }
+        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    }
+
     /// Deletes the keys found in `keys` (a batch holding at least the key columns, by
     /// name), returning `-D` records with the previous images.
     pub fn delete(&mut self, keys: &RecordBatch) -> Result<Changelog> {
@@ -270,6 +337,66 @@ mod tests {
             )
             .unwrap();
         assert!(replay.is_empty());
+    }
+
+    #[test]
+    fn a_partial_update_keeps_the_columns_it_does_not_write() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("city", DataType::Utf8, true),
+        ]));
+        let rows = |ids: &[i64], names: &[Option<&str>], cities: &[Option<&str>]| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ids.to_vec())),
+                    Arc::new(StringArray::from(names.to_vec())),
+                    Arc::new(StringArray::from(cities.to_vec())),
+                ],
+            )
+            .unwrap()
+        };
+        let mut state = KeyValueState::new(schema.clone(), vec![0]).unwrap();
+        state
+            .upsert(&rows(
+                &[1, 2],
+                &[Some("a"), Some("b")],
+                &[Some("rome"), Some("oslo")],
+            ))
+            .unwrap();
+        // write `name` only: 2 is updated twice, 3 is new
+        let log = state
+            .write_partial(
+                &rows(
+                    &[2, 3, 2],
+                    &[Some("y"), Some("c"), Some("z")],
+                    &[None, None, None],
+                ),
+                &[true, true, false],
+            )
+            .unwrap();
+        assert_eq!(
+            log.change_types,
+            vec![
+                ChangeType::UpdateBefore,
+                ChangeType::UpdateAfter,
+                ChangeType::Insert,
+                ChangeType::UpdateBefore,
+                ChangeType::UpdateAfter
+            ]
+        );
+        let cities = log.batch.column(2).as_string::<i32>();
+        let names = log.batch.column(1).as_string::<i32>();
+        assert_eq!((names.value(1), cities.value(1)), ("y", "oslo"));
+        assert!(
+            cities.is_null(2),
+            "a new key gets nulls in unwritten columns"
+        );
+        assert_eq!((names.value(3), cities.value(3)), ("y", "oslo"));
+        assert_eq!((names.value(4), cities.value(4)), ("z", "oslo"));
+        let live = state.snapshot().unwrap();
+        assert_eq!(live.num_rows(), 3);
     }
 
     #[test]

@@ -80,6 +80,8 @@ enum KvWrite<'a> {
     Delete,
     /// Row `i` is a delete where the flag is set, an upsert otherwise.
     Mixed(&'a BooleanArray),
+    /// Upserts writing only the columns set in the mask (Fluss partial update).
+    Partial(&'a [bool]),
 }
 
 /// Name of the delete-flag column a mixed write carries through the bucket split.
@@ -434,14 +436,18 @@ impl LocalStore {
             let bytes = self.storage.read(&file).await?;
             let value: serde_json::Value = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::from(e).with_context("file", &file))?;
-            let schema = Schema::deserialize_json(&value)
-                .map_err(|e| Error::from(e).with_context("file", &file))?;
+            let schema = Schema::deserialize_json(&value).map_err(|e| {
+                Error::data_invalid("schema JSON is not a valid Fluss schema")
+                    .with_context("file", &file)
+                    .with_source(e)
+            })?;
             history
                 .insert(SchemaVersion::new(id, schema).map_err(|e| e.with_context("file", &file))?);
         }
-        let latest = history
-            .latest()
-            .map_err(|e| e.with_context("table", path.to_string()))?;
+        let latest = history.latest().map_err(|e| {
+            e.with_context("table", path.to_string())
+                .with_context("dir", &schemas_dir)
+        })?;
         let info = TableInfo::new(
             path.clone(),
             reg.table_id,
@@ -456,11 +462,16 @@ impl LocalStore {
             reg.created_time,
             reg.modified_time,
         );
-        Ok(FlussTable {
+        let table = FlussTable {
             path: path.clone(),
             info,
             schemas: Arc::new(history),
-        })
+        };
+        table.validate().map_err(|e| {
+            e.with_context("table", path.to_string())
+                .with_context("file", &node)
+        })?;
+        Ok(table)
     }
 
     /// Partitions of a table, by name.
@@ -767,6 +778,39 @@ impl LocalStore {
         self.write_kv(path, batch, KvWrite::Upsert).await
     }
 
+    /// Partial update of a primary-key table, as Fluss applies an upsert naming only
+    /// some columns: `batch` holds the primary key and the columns to write (by name);
+    /// every other column keeps its current value, or is null for a new key, so it
+    /// must be nullable.
+    pub async fn upsert_partial(
+        &self,
+        path: &TablePath,
+        batch: &RecordBatch,
+    ) -> Result<WriteResult> {
+        let table = self.get_table(path).await?;
+        let latest = table.schemas.latest()?;
+        let names = batch.schema();
+        let mut written = Vec::with_capacity(latest.arrow.fields().len());
+        for (i, field) in latest.arrow.fields().iter().enumerate() {
+            let listed = names.index_of(field.name()).is_ok();
+            let is_key = table.info.get_schema().primary_key_indexes().contains(&i);
+            if is_key && !listed {
+                return Err(Error::invalid_input(format!(
+                    "a partial update of '{path}' must write the primary key column '{}'",
+                    field.name()
+                )));
+            }
+            if !listed && !field.is_nullable() {
+                return Err(Error::invalid_input(format!(
+                    "a partial update of '{path}' must write the NOT NULL column '{}'",
+                    field.name()
+                )));
+            }
+            written.push(listed);
+        }
+        self.write_kv(path, batch, KvWrite::Partial(&written)).await
+    }
+
     /// Deletes rows by primary key (`keys` holds at least the key columns).
     pub async fn delete(&self, path: &TablePath, keys: &RecordBatch) -> Result<WriteResult> {
         self.write_kv(path, keys, KvWrite::Delete).await
@@ -812,7 +856,7 @@ impl LocalStore {
                 &latest.arrow,
                 &table.info.get_schema().primary_key_indexes(),
             )?,
-            KvWrite::Upsert => self.conform(&table, batch)?,
+            KvWrite::Upsert | KvWrite::Partial(_) => self.conform(&table, batch)?,
             // The delete flags travel as a trailing column through the partition and
             // bucket split, and are taken off again per bucket.
             KvWrite::Mixed(deletes) => {
@@ -853,6 +897,7 @@ impl LocalStore {
                     .ok_or_else(|| Error::internal("kv state vanished"))?;
                 let changelog = match kind {
                     KvWrite::Upsert => kv.upsert(&rows)?,
+                    KvWrite::Partial(written) => kv.write_partial(&rows, written)?,
                     KvWrite::Delete => kv.delete(&rows)?,
                     KvWrite::Mixed(_) => {
                         let deletes = rows.column(width).as_boolean().clone();
@@ -1088,6 +1133,12 @@ impl FlussSource for LocalStore {
                 .as_deref()
                 .unwrap_or(&entry.tiered_offsets);
             let offsets = self.read_offsets_file(path).await?;
+            offsets
+                .check_table(table.table_id(), table.info.get_num_buckets())
+                .map_err(|e| {
+                    e.with_context("table", table.path.to_string())
+                        .with_context("file", path)
+                })?;
             return Ok(Some(ReadableSnapshot {
                 snapshot_id: entry.snapshot_id,
                 offsets,

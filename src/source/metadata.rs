@@ -245,6 +245,17 @@ impl TableBucketOffsets {
                 json.version
             )));
         }
+        let values = json.bucket_offsets.iter().flatten().chain(
+            json.partition_offsets
+                .iter()
+                .flatten()
+                .flat_map(|p| &p.bucket_offsets),
+        );
+        if let Some(bad) = values.copied().find(|o| *o < -1) {
+            return Err(Error::data_invalid(format!(
+                "offsets file holds tiered offset {bad} (offsets are -1 for unknown, else >= 0)"
+            )));
+        }
         let mut offsets = BTreeMap::new();
         match (json.bucket_offsets, json.partition_offsets) {
             (Some(_), Some(_)) => {
@@ -266,6 +277,28 @@ impl TableBucketOffsets {
             table_id: json.table_id,
             offsets,
         })
+    }
+
+    /// Checks that the offsets belong to `table_id` and name no bucket past
+    /// `bucket_count` (a file of another table would pair wrong offsets with buckets).
+    pub fn check_table(&self, table_id: i64, bucket_count: i32) -> Result<()> {
+        if self.table_id != table_id {
+            return Err(Error::data_invalid(format!(
+                "offsets file belongs to table id {} (expected {table_id})",
+                self.table_id
+            )));
+        }
+        if let Some(buckets) = self
+            .offsets
+            .values()
+            .find(|b| b.len() > bucket_count.max(0) as usize)
+        {
+            return Err(Error::data_invalid(format!(
+                "offsets file lists {} buckets but the table has {bucket_count}",
+                buckets.len()
+            )));
+        }
+        Ok(())
     }
 
     /// Encodes the file exactly as Fluss writes it.

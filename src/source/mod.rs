@@ -23,7 +23,7 @@ use futures::stream::BoxStream;
 pub use local_store::{LocalStore, LocalStoreOptions, WriteResult};
 pub use metadata::TableBucketOffsets;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::{ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
 
 /// A table as a source describes it: Fluss's `TableInfo` plus every schema version
@@ -44,6 +44,45 @@ impl FlussTable {
         self.info.get_table_id()
     }
 
+    /// Checks what a reader relies on before it plans anything: a known lake format,
+    /// a bucket count it can enumerate, and keys that name columns. Sources call it
+    /// when they load a table, so a damaged registration fails at open naming the
+    /// file instead of hiding the log or the lake.
+    pub fn validate(&self) -> Result<()> {
+        let info = &self.info;
+        let buckets = info.get_num_buckets();
+        if !(1..=MAX_BUCKETS).contains(&buckets) {
+            return Err(Error::data_invalid(format!(
+                "bucket count {buckets} is out of range (1..={MAX_BUCKETS})"
+            )));
+        }
+        if let Some(format) = info.get_properties().get(LAKE_FORMAT_PROPERTY)
+            && format.parse::<DataLakeFormat>().is_err()
+        {
+            return Err(Error::data_invalid(format!(
+                "unknown '{LAKE_FORMAT_PROPERTY}' value '{format}' (expected paimon, iceberg or lance)"
+            )));
+        }
+        let columns = info.get_schema().column_names();
+        let keys = info
+            .get_bucket_keys()
+            .iter()
+            .map(|k| ("bucket key", k))
+            .chain(
+                info.get_partition_keys()
+                    .iter()
+                    .map(|k| ("partition key", k)),
+            );
+        for (kind, key) in keys {
+            if !columns.contains(&key.as_str()) {
+                return Err(Error::data_invalid(format!(
+                    "{kind} '{key}' is not a column of the table"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The lake format, when `table.datalake.enabled` is true.
     pub fn lake_format(&self) -> Option<DataLakeFormat> {
         let enabled = self
@@ -54,22 +93,25 @@ impl FlussTable {
         if !enabled {
             return None;
         }
-        self.info
-            .get_table_config()
-            .get_datalake_format()
-            .ok()
-            .flatten()
+        self.configured_lake_format()
     }
 
     /// The lake format from properties even when the lake is disabled (bucketing).
+    /// [`FlussTable::validate`] has checked that the value parses.
     pub fn configured_lake_format(&self) -> Option<DataLakeFormat> {
         self.info
-            .get_table_config()
-            .get_datalake_format()
-            .ok()
-            .flatten()
+            .get_properties()
+            .get(LAKE_FORMAT_PROPERTY)
+            .and_then(|f| f.parse().ok())
     }
 }
+
+/// Table property naming the lake format (`paimon`, `iceberg`, `lance`).
+pub const LAKE_FORMAT_PROPERTY: &str = "table.datalake.format";
+
+/// Most buckets a table may have: Fluss's `max.bucket.num` default. A registration
+/// claiming more is damaged (every bucket is listed when a query is planned).
+pub const MAX_BUCKETS: i32 = 128_000;
 
 /// One bucket of a table or of one of its partitions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -66,12 +66,18 @@ pub async fn insert(
         .into_iter()
         .map(str::to_string)
         .collect();
+    let column_count = table_columns.len();
     let targets = match columns {
         Some(cols) => {
-            for c in &cols {
+            for (i, c) in cols.iter().enumerate() {
                 if !table_columns.contains(c) {
                     return Err(Error::invalid_input(format!(
                         "table '{path}' has no column '{c}'"
+                    )));
+                }
+                if cols[..i].contains(c) {
+                    return Err(Error::invalid_input(format!(
+                        "column '{c}' is listed twice in the INSERT into '{path}'"
                     )));
                 }
             }
@@ -107,7 +113,11 @@ pub async fn insert(
     if renamed.num_rows() == 0 {
         return count_batch(0);
     }
-    let written = if table.info.has_primary_key() {
+    let partial = targets.len() < column_count;
+    let written = if table.info.has_primary_key() && partial {
+        // Fluss partial update: unlisted columns keep their values (never NULLed).
+        store.upsert_partial(path, &renamed).await?
+    } else if table.info.has_primary_key() {
         store.upsert(path, &renamed).await?
     } else {
         store.append(path, &renamed).await?

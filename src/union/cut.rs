@@ -9,9 +9,9 @@
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::LogRange;
-use crate::source::{BucketLocation, FlussSource, FlussTable, ReadableSnapshot};
+use crate::source::{BucketLocation, BucketOffsets, FlussSource, FlussTable, ReadableSnapshot};
 
 /// Bucket offset lookups in flight while pinning a cut.
 const CONCURRENT_OFFSET_LOOKUPS: usize = 16;
@@ -108,15 +108,96 @@ pub async fn plan_cut(
         let tiered = snapshot
             .as_ref()
             .and_then(|s| s.offsets.get(location.partition_id(), location.bucket));
-        let start = tiered.unwrap_or(offsets.earliest).max(offsets.earliest);
-        buckets.push(BucketCut {
-            location,
-            range: LogRange::new(start, offsets.high_watermark.max(start)),
-        });
+        let range = bucket_range(tiered, offsets).map_err(|e| {
+            let e = e
+                .with_context("table", table.path.to_string())
+                .with_context("bucket", location.bucket);
+            match &location.partition {
+                Some((_, name)) => e.with_context("partition", name),
+                None => e,
+            }
+        })?;
+        buckets.push(BucketCut { location, range });
     }
     Ok(UnionCut {
         snapshot,
         buckets,
         fluss_partitions,
     })
+}
+
+/// The log range a bucket contributes: from the offset tiered into the snapshot (or
+/// the earliest offset when nothing of the bucket is tiered) to the high watermark.
+///
+/// The lake holds exactly the offsets below `tiered`, so the log must still hold
+/// `[tiered, high watermark)`: if retention removed offsets the lake never got, or
+/// the lake claims offsets the log never had, the union would silently lose or
+/// duplicate rows. Both are errors naming the range.
+pub fn bucket_range(tiered: Option<i64>, offsets: BucketOffsets) -> Result<LogRange> {
+    let BucketOffsets {
+        earliest,
+        high_watermark,
+    } = offsets;
+    if earliest < 0 || high_watermark < earliest {
+        return Err(Error::data_invalid(format!(
+            "bucket offsets are inconsistent: earliest {earliest}, high watermark {high_watermark}"
+        )));
+    }
+    let Some(tiered) = tiered else {
+        return Ok(LogRange::new(earliest, high_watermark));
+    };
+    if tiered < earliest {
+        return Err(Error::data_invalid(format!(
+            "offsets [{tiered}, {earliest}) are neither in the lake snapshot nor in the log: \
+             the log starts at {earliest} but the lake holds offsets below {tiered} only"
+        ))
+        .with_context("missing_offsets", format!("[{tiered}, {earliest})")));
+    }
+    if tiered > high_watermark {
+        return Err(Error::data_invalid(format!(
+            "the lake snapshot claims offsets up to {tiered} but the log ends at {high_watermark}"
+        )));
+    }
+    Ok(LogRange::new(tiered, high_watermark))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offsets(earliest: i64, high_watermark: i64) -> BucketOffsets {
+        BucketOffsets {
+            earliest,
+            high_watermark,
+        }
+    }
+
+    #[test]
+    fn a_bucket_reads_from_its_tiered_offset_or_the_earliest() {
+        assert_eq!(
+            bucket_range(Some(24), offsets(0, 40)).unwrap(),
+            LogRange::new(24, 40)
+        );
+        assert_eq!(
+            bucket_range(None, offsets(10, 40)).unwrap(),
+            LogRange::new(10, 40)
+        );
+        assert_eq!(
+            bucket_range(Some(40), offsets(40, 40)).unwrap(),
+            LogRange::new(40, 40)
+        );
+    }
+
+    #[test]
+    fn a_log_that_no_longer_covers_the_tiered_offset_is_an_error() {
+        let e = bucket_range(Some(24), offsets(30, 40)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::DataInvalid);
+        assert_eq!(e.context_value("missing_offsets"), Some("[24, 30)"));
+    }
+
+    #[test]
+    fn a_tiered_offset_past_the_log_end_is_an_error() {
+        let e = bucket_range(Some(1000), offsets(0, 40)).unwrap_err();
+        assert!(e.to_string().contains("up to 1000"), "{e}");
+    }
 }

@@ -1,0 +1,436 @@
+//! A union read is complete or it is an error: damaged logs, offsets and metadata
+//! never come back as fewer, more or stale rows with success.
+//!
+//! The fixture is the store of the bug reports: a table with 3 buckets, tiered once,
+//! then written twice more (every append is one batch, and here one segment, per
+//! bucket), 120 rows in all.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::Int64Type;
+use fluss_datafusion::source::{LocalStore, LocalStoreOptions};
+use fluss_datafusion::sql::FlussSession;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    session: FlussSession,
+}
+
+impl Fixture {
+    /// A store whose log rolls a segment per batch (`roll_per_batch`) or keeps one
+    /// segment per bucket.
+    async fn new(roll_per_batch: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let options = LocalStoreOptions {
+            segment_roll_bytes: if roll_per_batch { 1 } else { 64 << 20 },
+            ..Default::default()
+        };
+        let store = LocalStore::open_with_options(dir.path().to_str().unwrap(), options)
+            .await
+            .unwrap();
+        let session = FlussSession::new(Arc::new(store)).await.unwrap();
+        Self { dir, session }
+    }
+
+    /// A reopened session (a new process: no writer state in memory).
+    async fn reopen(&self) -> FlussSession {
+        let store = LocalStore::open(self.root().to_str().unwrap())
+            .await
+            .unwrap();
+        FlussSession::new(Arc::new(store)).await.unwrap()
+    }
+
+    /// The 3-bucket table of the reports: 72 rows tiered, then 24 and 24 more. On a
+    /// primary-key table the later writes update keys 0..24 and 24..48 instead.
+    async fn tiered(pk: bool) -> Self {
+        let fixture = Self::new(true).await;
+        let ddl = if pk {
+            "CREATE TABLE t (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+             WITH ('bucket.num' = '3', 'table.datalake.enabled' = 'true')"
+        } else {
+            "CREATE TABLE t (id BIGINT, v STRING) \
+             WITH ('bucket.num' = '3', 'bucket.key' = 'id', 'table.datalake.enabled' = 'true')"
+        };
+        fixture.sql(ddl).await;
+        fixture
+            .sql("INSERT INTO t SELECT value, 'lake' FROM generate_series(0, 71)")
+            .await;
+        fixture.sql("CALL fluss.tier('t')").await;
+        let (first, second) = if pk {
+            ((0, 23), (24, 47))
+        } else {
+            ((72, 95), (96, 119))
+        };
+        for (from, to) in [first, second] {
+            fixture
+                .sql(&format!(
+                    "INSERT INTO t SELECT value, 'tail' FROM generate_series({from}, {to})"
+                ))
+                .await;
+        }
+        fixture
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    async fn sql(&self, sql: &str) -> Vec<RecordBatch> {
+        self.session
+            .execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    async fn error(&self, sql: &str) -> String {
+        error_of(&self.session, sql).await
+    }
+
+    /// The segment files of bucket `b`, by base offset.
+    fn segments(&self, bucket: i32) -> Vec<PathBuf> {
+        let data = self.root().join("data/fluss");
+        let table = std::fs::read_dir(&data)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(table.join(format!("log-{bucket}")))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        files.sort();
+        files
+    }
+
+    fn offsets_file(&self) -> PathBuf {
+        let mut stack = vec![self.root().join("remote")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let p = entry.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|e| e == "offsets") {
+                    return p;
+                }
+            }
+        }
+        panic!("no offsets file")
+    }
+
+    fn table_json(&self) -> PathBuf {
+        self.root()
+            .join("zk/metadata/databases/fluss/tables/t.json")
+    }
+}
+
+async fn error_of(session: &FlussSession, sql: &str) -> String {
+    match session.execute(sql).await {
+        Err(e) => e.to_string(),
+        Ok(batches) => panic!(
+            "{sql}: expected an error, got {} rows",
+            batches.iter().map(RecordBatch::num_rows).sum::<usize>()
+        ),
+    }
+}
+
+fn single_i64(batches: &[RecordBatch]) -> i64 {
+    batches[0].column(0).as_primitive::<Int64Type>().value(0)
+}
+
+fn base_offset(segment: &Path) -> i64 {
+    segment
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_fixture_reads_120_rows() {
+    let f = Fixture::tiered(false).await;
+    assert_eq!(single_i64(&f.sql("SELECT count(*) FROM t").await), 120);
+    assert_eq!(f.segments(0).len(), 3);
+}
+
+#[tokio::test]
+async fn a_deleted_segment_at_the_tiered_offset_is_an_error_not_fewer_rows() {
+    for pk in [false, true] {
+        let f = Fixture::tiered(pk).await;
+        let segments = f.segments(0);
+        std::fs::remove_file(&segments[1]).unwrap();
+        let e = f.error("SELECT * FROM t").await;
+        assert!(e.contains("offsets are missing"), "pk={pk}: {e}");
+        assert!(e.contains("bucket: 0"), "{e}");
+        assert!(
+            e.contains(&format!("expected_offset: {}", base_offset(&segments[1]))),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!("found_offset: {}", base_offset(&segments[2]))),
+            "{e}"
+        );
+        // no count from offsets either
+        f.error("SELECT count(*) FROM t").await;
+    }
+}
+
+#[tokio::test]
+async fn retention_past_the_tiered_offset_is_an_error_naming_the_missing_range() {
+    let f = Fixture::tiered(false).await;
+    let segments = f.segments(1);
+    std::fs::remove_file(&segments[0]).unwrap();
+    std::fs::remove_file(&segments[1]).unwrap();
+    let e = f.error("SELECT count(*) FROM t").await;
+    let missing = format!(
+        "missing_offsets: [{}, {})",
+        base_offset(&segments[1]),
+        base_offset(&segments[2])
+    );
+    assert!(e.contains(&missing), "{e}");
+    assert!(e.contains("table: fluss.t"), "{e}");
+    assert!(e.contains("bucket: 1"), "{e}");
+}
+
+#[tokio::test]
+async fn a_sealed_segment_truncated_at_a_batch_boundary_is_an_error() {
+    let f = Fixture::tiered(false).await;
+    let segments = f.segments(2);
+    // the batch boundary at the start of the segment: every batch of it is gone
+    std::fs::write(&segments[1], b"").unwrap();
+    let e = f.error("SELECT * FROM t").await;
+    assert!(e.contains("offsets are missing"), "{e}");
+    f.error("SELECT count(*) FROM t").await;
+}
+
+#[tokio::test]
+async fn a_stray_empty_segment_is_an_error() {
+    let f = Fixture::tiered(false).await;
+    let segments = f.segments(0);
+    let last = base_offset(segments.last().unwrap());
+    // named inside the newest segment's range: the log end would move back to it
+    let stray = segments[0].with_file_name(format!("{:020}.log", last + 1));
+    std::fs::write(&stray, b"").unwrap();
+    let e = f.error("SELECT count(*) FROM t").await;
+    assert!(e.contains("the newest segment is empty"), "{e}");
+    assert!(e.contains(&format!("found_offset: {}", last + 1)), "{e}");
+    // and past the end
+    std::fs::remove_file(&stray).unwrap();
+    let stray = segments[0].with_file_name(format!("{:020}.log", last + 1000));
+    std::fs::write(&stray, b"").unwrap();
+    f.error("SELECT * FROM t").await;
+}
+
+#[tokio::test]
+async fn tiered_offsets_are_validated() {
+    let f = Fixture::tiered(false).await;
+    let file = f.offsets_file();
+    let json = std::fs::read_to_string(&file).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let offsets: Vec<i64> = value["bucket_offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    let with_first = |first: i64| {
+        let mut v = value.clone();
+        v["bucket_offsets"][0] = first.into();
+        serde_json::to_string(&v).unwrap()
+    };
+    std::fs::write(&file, with_first(-5)).unwrap();
+    let e = f.error("SELECT * FROM t").await;
+    assert!(e.contains("-5"), "{e}");
+    assert!(
+        e.contains(file.file_name().unwrap().to_str().unwrap()),
+        "{e}"
+    );
+
+    std::fs::write(&file, with_first(1000)).unwrap();
+    let e = f.error("SELECT count(*) FROM t").await;
+    assert!(e.contains("claims offsets up to 1000"), "{e}");
+
+    // -1 means "nothing tiered for this bucket": the log is read from its earliest
+    // offset, and the lake's rows of that bucket are read as well, so a real store
+    // with -1 has no lake rows there; ours does, hence 120 + the bucket's lake rows.
+    std::fs::write(&file, with_first(-1)).unwrap();
+    let rows = single_i64(&f.sql("SELECT count(*) FROM t").await);
+    assert_eq!(rows, 120 + offsets[0]);
+}
+
+#[tokio::test]
+async fn an_unknown_lake_format_or_bucket_count_fails_at_open_naming_the_file() {
+    let f = Fixture::tiered(false).await;
+    let file = f.table_json();
+    let json = std::fs::read_to_string(&file).unwrap();
+    for format in ["delta", ""] {
+        let damaged = json.replace(
+            "\"table.datalake.format\":\"paimon\"",
+            &format!("\"table.datalake.format\":\"{format}\""),
+        );
+        assert_ne!(damaged, json);
+        std::fs::write(&file, damaged).unwrap();
+        let e = f.error("SELECT * FROM t").await;
+        assert!(e.contains("unknown 'table.datalake.format'"), "{e}");
+        assert!(e.contains("t.json"), "{e}");
+    }
+    for count in ["0", "-1", "2000000000"] {
+        let damaged = json.replace("\"bucket_count\":3", &format!("\"bucket_count\":{count}"));
+        assert_ne!(damaged, json);
+        std::fs::write(&file, damaged).unwrap();
+        let e = f.error("SELECT count(*) FROM t").await;
+        assert!(
+            e.contains(&format!("bucket count {count} is out of range")),
+            "{e}"
+        );
+        assert!(e.contains("t.json"), "{e}");
+    }
+}
+
+/// A store whose bucket 0 holds one segment of three batches (ids 0..3, 3..5, 5..6).
+async fn three_batches() -> Fixture {
+    let f = Fixture::new(false).await;
+    f.sql("CREATE TABLE t (id BIGINT, v STRING) WITH ('bucket.num' = '1')")
+        .await;
+    for values in ["(0,'a'),(1,'a'),(2,'a')", "(3,'b'),(4,'b')", "(5,'c')"] {
+        f.sql(&format!("INSERT INTO t VALUES {values}")).await;
+    }
+    f
+}
+
+#[tokio::test]
+async fn a_damaged_length_in_the_newest_segment_is_corruption_not_a_torn_tail() {
+    let f = three_batches().await;
+    let segment = f.segments(0).pop().unwrap();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let first_len = i32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize + 12;
+    // the second batch's length now runs past the end of the file
+    bytes[first_len + 8..first_len + 12].copy_from_slice(&(1i32 << 20).to_le_bytes());
+    std::fs::write(&segment, &bytes).unwrap();
+
+    let reopened = f.reopen().await;
+    let e = error_of(&reopened, "SELECT * FROM t").await;
+    assert!(e.contains("the length is damaged"), "{e}");
+    assert!(e.contains("00000000000000000000.log"), "{e}");
+    // a writer refuses too, and truncates nothing
+    let e = error_of(&reopened, "INSERT INTO t VALUES (6, 'd')").await;
+    assert!(e.contains("the length is damaged"), "{e}");
+    assert_eq!(std::fs::read(&segment).unwrap(), bytes);
+}
+
+#[tokio::test]
+async fn a_zero_filled_tail_is_a_crash_leftover_readers_skip_and_writers_truncate() {
+    let f = three_batches().await;
+    let segment = f.segments(0).pop().unwrap();
+    let length = std::fs::metadata(&segment).unwrap().len();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    bytes.extend(std::iter::repeat_n(0u8, 4096));
+    std::fs::write(&segment, &bytes).unwrap();
+
+    let reopened = f.reopen().await;
+    let rows = reopened.execute("SELECT count(*) FROM t").await.unwrap();
+    assert_eq!(single_i64(&rows), 6);
+    reopened
+        .execute("INSERT INTO t VALUES (6, 'd')")
+        .await
+        .unwrap();
+    let rows = reopened.execute("SELECT count(*) FROM t").await.unwrap();
+    assert_eq!(single_i64(&rows), 7);
+    assert!(std::fs::metadata(&segment).unwrap().len() < length + 4096);
+}
+
+#[tokio::test]
+async fn a_torn_write_of_the_next_batch_is_still_invisible_and_truncated() {
+    let f = three_batches().await;
+    let segment = f.segments(0).pop().unwrap();
+    let bytes = std::fs::read(&segment).unwrap();
+    let first_len = i32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize + 12;
+    // the crash cut the last batch short
+    std::fs::write(&segment, &bytes[..bytes.len() - 7]).unwrap();
+    let reopened = f.reopen().await;
+    let rows = reopened.execute("SELECT count(*) FROM t").await.unwrap();
+    assert_eq!(single_i64(&rows), 5);
+    reopened
+        .execute("INSERT INTO t VALUES (5, 'c2')")
+        .await
+        .unwrap();
+    let rows = reopened.execute("SELECT count(*) FROM t").await.unwrap();
+    assert_eq!(single_i64(&rows), 6);
+    assert!(first_len > 0);
+}
+
+#[tokio::test]
+async fn a_partial_insert_into_a_primary_key_table_keeps_the_other_columns() {
+    let f = Fixture::new(false).await;
+    f.sql(
+        "CREATE TABLE customer (c_custkey BIGINT, c_name STRING, c_city STRING, \
+         PRIMARY KEY (c_custkey) NOT ENFORCED) WITH ('bucket.num' = '2')",
+    )
+    .await;
+    f.sql("INSERT INTO customer VALUES (1, 'x', 'rome'), (2, 'x', 'oslo')")
+        .await;
+    f.sql("INSERT INTO customer (c_custkey, c_name) VALUES (2, 'y'), (3, 'z')")
+        .await;
+    let rows = f
+        .sql("SELECT c_custkey, c_name, c_city FROM customer ORDER BY c_custkey")
+        .await;
+    let batch = &rows[0];
+    let names = batch.column(1).as_string::<i32>();
+    let cities = batch.column(2).as_string::<i32>();
+    assert_eq!(batch.num_rows(), 3);
+    assert_eq!((names.value(1), cities.value(1)), ("y", "oslo"));
+    assert_eq!(names.value(2), "z");
+    assert!(cities.is_null(2), "a new key has no city");
+    // the changelog shows an update with both images, as Fluss writes it
+    let changes = f
+        .sql(
+            "SELECT _change_type, c_city FROM \"customer$changelog\" \
+             WHERE c_custkey = 2 ORDER BY _log_offset",
+        )
+        .await;
+    let kinds = changes[0].column(0).as_string::<i32>();
+    let kinds: Vec<&str> = (0..kinds.len()).map(|i| kinds.value(i)).collect();
+    assert_eq!(kinds, vec!["insert", "update_before", "update_after"]);
+
+    let e = f
+        .error("INSERT INTO customer (c_name) VALUES ('no key')")
+        .await;
+    assert!(
+        e.contains("must write the primary key column 'c_custkey'"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn damaged_table_or_schema_metadata_is_named_never_table_not_found() {
+    let f = Fixture::tiered(true).await;
+    let schema = f
+        .root()
+        .join("zk/metadata/databases/fluss/tables/t/schemas/1.json");
+    let good = std::fs::read(&schema).unwrap();
+    std::fs::write(&schema, b"{\"version\": 1, \"columns\": 7}").unwrap();
+    let e = f.error("SELECT * FROM t").await;
+    assert!(e.contains("schema JSON is not a valid Fluss schema"), "{e}");
+    assert!(e.contains("schemas/1.json"), "{e}");
+    assert!(!e.contains("not found"), "{e}");
+
+    std::fs::remove_file(&schema).unwrap();
+    let e = f.error("SELECT * FROM t").await;
+    assert!(e.contains("table has no schema"), "{e}");
+    assert!(!e.contains("not found"), "{e}");
+    std::fs::write(&schema, good).unwrap();
+
+    std::fs::write(f.table_json(), b"{\"version\": 1, \"table_id\": ").unwrap();
+    let e = f.error("SELECT count(*) FROM t").await;
+    assert!(e.contains("invalid JSON"), "{e}");
+    assert!(e.contains("tables/t.json"), "{e}");
+
+    // a table that is really missing is still "not found"
+    let e = f.error("SELECT * FROM nope").await;
+    assert!(e.contains("not found"), "{e}");
+}
