@@ -29,6 +29,10 @@ pub enum ErrorKind {
     Io,
     /// The lake format library (paimon / iceberg) failed.
     Lake,
+    /// Another writer holds the store: retry later.
+    Busy,
+    /// A memory (or other resource) limit was reached.
+    ResourcesExhausted,
     /// A bug or broken invariant inside this crate.
     Internal,
 }
@@ -43,6 +47,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::FeatureUnsupported => "unsupported",
             ErrorKind::Io => "io error",
             ErrorKind::Lake => "lake error",
+            ErrorKind::Busy => "busy",
+            ErrorKind::ResourcesExhausted => "resources exhausted",
             ErrorKind::Internal => "internal error",
         };
         f.write_str(name)
@@ -208,7 +214,16 @@ impl From<paimon::Error> for Error {
 
 impl From<DataFusionError> for Error {
     fn from(e: DataFusionError) -> Self {
-        Error::new(ErrorKind::Internal, "query engine error").with_source(e)
+        match e {
+            DataFusionError::ResourcesExhausted(m) => Error::new(ErrorKind::ResourcesExhausted, m),
+            DataFusionError::External(inner) => match inner.downcast::<Error>() {
+                Ok(ours) => *ours,
+                Err(other) => {
+                    Error::new(ErrorKind::Internal, "query engine error").with_source(other)
+                }
+            },
+            e => Error::new(ErrorKind::Internal, "query engine error").with_source(e),
+        }
     }
 }
 

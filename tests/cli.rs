@@ -320,3 +320,51 @@ fn external_tables_and_views_live_beside_fluss_tables() {
     );
     assert!(!r.ok && r.stderr.contains("items"), "{}", r.stderr);
 }
+
+#[test]
+fn views_say_they_last_for_the_session() {
+    let store = small_store();
+    let r = run(
+        store.path(),
+        &[
+            "-q",
+            "-c",
+            "CREATE VIEW cheap AS SELECT id FROM items WHERE price < 2",
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Notice: the view lasts for this session only"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_store_that_is_a_file_or_a_dangling_link_is_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").expect("write");
+    let line = assert_one_line_error(&run(&file, &["-q", "-c", "SELECT 1"]));
+    assert!(line.contains("the store location is a file"), "{line}");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("gone"), &link).expect("symlink");
+    let line = assert_one_line_error(&run(&link, &["-q", "-c", "SELECT 1"]));
+    assert!(
+        line.contains("symbolic link to something that does not exist"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_deeply_nested_expression_is_answered_or_refused_never_a_crash() {
+    let store = tempfile::tempdir().expect("temp dir");
+    let sum = vec!["1"; 800].join("+");
+    let out = sql(store.path(), &format!("SELECT {sum} AS total"));
+    assert!(out.contains("800"), "{out}");
+    let too_deep = vec!["1"; 10_002].join("+");
+    let r = run(store.path(), &["-q", "-c", &format!("SELECT {too_deep}")]);
+    let line = assert_one_line_error(&r);
+    assert!(line.contains("levels deep"), "{line}");
+}

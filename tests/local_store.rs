@@ -85,8 +85,9 @@ async fn read_all_log(
 ) -> Vec<(i64, ChangeType, serde_json::Value)> {
     let table = store.get_table(path).await.unwrap();
     let mut out = Vec::new();
-    for bucket in store.buckets(&table).await.unwrap() {
-        let offsets = store.bucket_offsets(&table, &bucket).await.unwrap();
+    let buckets = store.buckets(&table).await.unwrap();
+    let all_offsets = store.bucket_offsets(&table, &buckets).await.unwrap();
+    for (bucket, offsets) in buckets.into_iter().zip(all_offsets) {
         let batches: Vec<_> = store
             .read_log(
                 &table,
@@ -291,13 +292,13 @@ async fn pk_writes_produce_the_fluss_changelog_across_reopen() {
     let hw = store
         .bucket_offsets(
             &table,
-            &BucketLocation {
+            &[BucketLocation {
                 partition: None,
                 bucket: 0,
-            },
+            }],
         )
         .await
-        .unwrap();
+        .unwrap()[0];
     assert_eq!(hw.high_watermark, 7);
 }
 
@@ -396,12 +397,10 @@ async fn tiering_writes_paimon_snapshots_with_offsets() {
     let readable = store.readable_lake_snapshot(&table).await.unwrap().unwrap();
     assert_eq!(readable.snapshot_id, second.snapshot_id.unwrap());
     let mut total = 0;
-    for bucket in store.buckets(&table).await.unwrap() {
-        let hw = store
-            .bucket_offsets(&table, &bucket)
-            .await
-            .unwrap()
-            .high_watermark;
+    let buckets = store.buckets(&table).await.unwrap();
+    let all_offsets = store.bucket_offsets(&table, &buckets).await.unwrap();
+    for (bucket, offsets) in buckets.into_iter().zip(all_offsets) {
+        let hw = offsets.high_watermark;
         assert_eq!(readable.offsets.get(None, bucket.bucket).unwrap_or(0), hw);
         total += hw;
     }

@@ -434,3 +434,142 @@ async fn damaged_table_or_schema_metadata_is_named_never_table_not_found() {
     let e = f.error("SELECT * FROM nope").await;
     assert!(e.contains("not found"), "{e}");
 }
+
+#[tokio::test]
+async fn a_deeply_nested_statement_is_an_error_or_an_answer_never_an_abort() {
+    let f = Fixture::new(false).await;
+    // deep enough to leave the caller's stack for a thread of its own
+    let sum = vec!["1"; 600].join("+");
+    let rows = f.sql(&format!("SELECT {sum}")).await;
+    assert_eq!(single_i64(&rows), 600);
+    let too_deep = vec!["1"; 10_002].join("+");
+    let e = f.error(&format!("SELECT {too_deep}")).await;
+    assert!(e.contains("nests expressions 10001 levels deep"), "{e}");
+    let e = f
+        .error(&format!("INSERT INTO nope SELECT {too_deep}"))
+        .await;
+    assert!(e.contains("levels deep"), "{e}");
+}
+
+async fn limited(limit: usize, options: LocalStoreOptions) -> (tempfile::TempDir, FlussSession) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open_with_options(dir.path().to_str().unwrap(), options)
+        .await
+        .unwrap();
+    let session = FlussSession::with_options(
+        Arc::new(store),
+        fluss_datafusion::sql::SessionOptions {
+            memory_limit: Some(limit),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    (dir, session)
+}
+
+#[tokio::test]
+async fn writes_are_split_into_bounded_batches_and_stream_under_a_memory_limit() {
+    let options = LocalStoreOptions {
+        writer_batch_bytes: 64 * 1024,
+        ..Default::default()
+    };
+    let (dir, session) = limited(16 << 20, options).await;
+    session
+        .execute("CREATE TABLE t (id BIGINT, v STRING) WITH ('bucket.num' = '2')")
+        .await
+        .unwrap();
+    let written = session
+        .execute("INSERT INTO t SELECT value, 'some text' FROM generate_series(1, 300000)")
+        .await
+        .unwrap();
+    assert_eq!(
+        written[0]
+            .column(0)
+            .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
+            .value(0),
+        300_000
+    );
+    let rows = session.execute("SELECT count(*) FROM t").await.unwrap();
+    assert_eq!(single_i64(&rows), 300_000);
+    // many small batches (framed by hand: base offset, length, ...), none past the bound
+    let mut batches = 0;
+    let mut largest = 0;
+    for table in std::fs::read_dir(dir.path().join("data/fluss")).unwrap() {
+        for bucket in std::fs::read_dir(table.unwrap().path()).unwrap() {
+            for segment in std::fs::read_dir(bucket.unwrap().path()).unwrap() {
+                let bytes = std::fs::read(segment.unwrap().path()).unwrap();
+                let mut at = 0;
+                while at < bytes.len() {
+                    let length = i32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+                    let size = length as usize + 12;
+                    largest = largest.max(size);
+                    batches += 1;
+                    at += size;
+                }
+            }
+        }
+    }
+    assert!(batches >= 2 * 10, "{batches} batches");
+    assert!(largest < 128 * 1024, "largest batch {largest} bytes");
+}
+
+#[tokio::test]
+async fn a_primary_key_write_or_fold_over_the_memory_limit_fails_labelled_and_changes_nothing() {
+    let (_dir, session) = limited(4 << 20, LocalStoreOptions::default()).await;
+    session
+        .execute(
+            "CREATE TABLE pk (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+             WITH ('bucket.num' = '1')",
+        )
+        .await
+        .unwrap();
+    session
+        .execute("INSERT INTO pk VALUES (1, 'kept')")
+        .await
+        .unwrap();
+    let e = session
+        .execute("INSERT INTO pk SELECT value, repeat('x', 100) FROM generate_series(2, 400000)")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.kind(),
+        fluss_datafusion::ErrorKind::ResourcesExhausted,
+        "{e}"
+    );
+    assert!(e.to_string().starts_with("resources exhausted"), "{e}");
+    let rows = session.execute("SELECT count(*) FROM pk").await.unwrap();
+    assert_eq!(
+        single_i64(&rows),
+        1,
+        "the failed INSERT left nothing behind"
+    );
+
+    // a union read whose tail fold outgrows the limit fails the same way
+    let (_dir, big) = limited(64 << 20, LocalStoreOptions::default()).await;
+    big.execute(
+        "CREATE TABLE pk (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '1')",
+    )
+    .await
+    .unwrap();
+    big.execute("INSERT INTO pk SELECT value, repeat('x', 100) FROM generate_series(1, 200000)")
+        .await
+        .unwrap();
+    let store = big.store().clone();
+    let small = FlussSession::with_options(
+        store,
+        fluss_datafusion::sql::SessionOptions {
+            memory_limit: Some(2 << 20),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let e = small.execute("SELECT count(*) FROM pk").await.unwrap_err();
+    assert_eq!(
+        e.kind(),
+        fluss_datafusion::ErrorKind::ResourcesExhausted,
+        "{e}"
+    );
+}

@@ -231,6 +231,9 @@ impl Shell {
         let result: StatementResult =
             self.block_on_with_spinner(async move { session.execute_statement(&owned).await })?;
         let elapsed = start.elapsed();
+        if let Some(notice) = &result.notice {
+            eprintln!("Notice: {notice}");
+        }
         if result.has_columns() {
             self.print(&result.schema, &result.batches)?;
             self.summary(Some(result.num_rows()), elapsed);
@@ -621,8 +624,11 @@ fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
 }
 
 fn run(args: Args) -> Result<ExitCode> {
+    // Large stacks, as query planning and expression evaluation recurse over
+    // expression trees (only the pages used are committed).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(WORKER_STACK)
         .build()
         .map_err(|e| Error::internal("cannot start the runtime").with_source(e))?;
     let options = SessionOptions {
@@ -721,7 +727,18 @@ fn main() -> ExitCode {
         eprintln!("Error: internal error: {}", one_line(&message));
     }));
     let args = Args::parse();
-    match run(args) {
+    // The shell itself runs on a thread with a large stack: statements are planned on it.
+    let shell = std::thread::Builder::new()
+        .name("fluss-sql".into())
+        .stack_size(MAIN_STACK)
+        .spawn(move || run(args));
+    let outcome = match shell {
+        Ok(handle) => handle
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("the shell thread panicked"))),
+        Err(e) => Err(Error::internal("cannot start the shell thread").with_source(e)),
+    };
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             print_error(&e);
@@ -729,3 +746,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Stack of the thread the shell plans statements on.
+const MAIN_STACK: usize = 256 << 20;
+
+/// Stack of the runtime's worker threads (query execution).
+const WORKER_STACK: usize = 64 << 20;

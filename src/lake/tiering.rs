@@ -31,6 +31,7 @@ use super::{FLUSS_OFFSETS_PROPERTY, TIERING_COMMIT_USER};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::LogReadOptions;
 use crate::source::layout;
+use crate::source::local_store::WriteGuard;
 use crate::source::metadata::{LakeSnapshotEntry, TableBucketOffsets};
 use crate::source::{FlussSource, FlussTable, LocalStore};
 use crate::union::cut::bucket_range;
@@ -157,7 +158,12 @@ async fn find_tiering_snapshot(
 }
 
 /// Finishes or discards an interrupted run; returns the snapshot it registered.
-async fn recover(store: &LocalStore, table: &FlussTable, lake: &PaimonLake) -> Result<Option<i64>> {
+async fn recover(
+    store: &LocalStore,
+    guard: &WriteGuard<'_>,
+    table: &FlussTable,
+    lake: &PaimonLake,
+) -> Result<Option<i64>> {
     let node = layout::lake_tiering_pending_node(table.table_id());
     let Some(bytes) = store.storage().read_optional(&node).await? else {
         return Ok(None);
@@ -181,6 +187,7 @@ async fn recover(store: &LocalStore, table: &FlussTable, lake: &PaimonLake) -> R
             }
             store
                 .register_lake_snapshot(
+                    guard,
                     table.table_id(),
                     LakeSnapshotEntry {
                         snapshot_id: snapshot.id(),
@@ -204,7 +211,10 @@ async fn recover(store: &LocalStore, table: &FlussTable, lake: &PaimonLake) -> R
 /// Tiers everything from each bucket's last tiered offset to its current end into the
 /// table's lake (Paimon), committing one lake snapshot.
 pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult> {
+    // One tiering at a time, and never of a write statement's uncommitted batches.
+    let mut guard = store.write_guard().await?;
     let table = store.get_table(path).await?;
+    store.recover_table(&mut guard, &table).await?;
     match table.lake_format() {
         Some(fluss::metadata::DataLakeFormat::Paimon) => {}
         Some(other) => {
@@ -222,7 +232,7 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
     }
     let lake = PaimonLake::for_table(store.storage(), &table)?;
     let mut result = TieringResult::default();
-    if let Some(id) = recover(store, &table, &lake).await? {
+    if let Some(id) = recover(store, &guard, &table, &lake).await? {
         result.snapshot_id = Some(id);
         result.recovered = true;
     }
@@ -243,8 +253,9 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
         .new_write()
         .map_err(lake_err("cannot start a Paimon write", path))?;
 
-    for bucket in store.buckets(&table).await? {
-        let bounds = store.bucket_offsets(&table, &bucket).await?;
+    let buckets = store.buckets(&table).await?;
+    let all_bounds = store.bucket_offsets(&table, &buckets).await?;
+    for (bucket, bounds) in buckets.into_iter().zip(all_bounds) {
         // The same range a union read would take: tiering must not skip offsets the
         // log lost either.
         let range = bucket_range(offsets.get(bucket.partition_id(), bucket.bucket), bounds)
@@ -323,6 +334,7 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
     // 4. register, then drop the marker
     store
         .register_lake_snapshot(
+            &guard,
             table.table_id(),
             LakeSnapshotEntry {
                 snapshot_id: snapshot.id(),

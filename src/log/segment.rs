@@ -281,6 +281,14 @@ fn remember(key: String, position: u64, batches: &[LogBatch], framed_length: u64
     }
 }
 
+/// Drops what the memo knows of a segment about to be truncated or removed (a
+/// rolled-back write): its framed prefix is no longer true.
+pub fn forget_framing(storage: &Storage, path: &str) {
+    if let Ok(mut m) = FRAMED.lock() {
+        m.remove(&storage.absolute(path));
+    }
+}
+
 /// The offset after the last complete batch of a segment, reading only bytes not
 /// framed before. A torn tail is ignored (it may still be being written).
 pub async fn segment_end_offset(storage: &Storage, segment: &SegmentFile) -> Result<i64> {
@@ -386,6 +394,18 @@ impl SegmentWriter {
             writer.active = Some((last.clone(), contents.valid_length));
         }
         Ok(writer)
+    }
+
+    /// The segment the next append goes to, if one is open, and its length.
+    pub fn active(&self) -> Option<(&str, u64)> {
+        self.active
+            .as_ref()
+            .map(|(segment, len)| (segment.path.as_str(), *len as u64))
+    }
+
+    /// The bucket directory.
+    pub fn bucket_dir(&self) -> &str {
+        &self.bucket_dir
     }
 
     /// Offset the next appended batch gets (the bucket's log end offset).

@@ -23,6 +23,7 @@ use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
@@ -318,8 +319,13 @@ impl BucketMerge {
         let _timer = self.fold_time.timer();
         let mut fold =
             ChangelogFold::new(inputs.scan_schema.clone(), inputs.key_positions.clone())?;
+        let consumer = MemoryConsumer::new(format!(
+            "FlussPrimaryKeyScanExec tail fold (table {}, bucket {})",
+            inputs.table.path, task.bucket
+        ));
+        fold.track_memory(consumer.register(self.context.memory_pool()))?;
         if let Some(cut) = &task.tail {
-            fold.reserve(cut.range.offsets().min(1 << 24) as usize);
+            fold.reserve(cut.range.offsets().min(1 << 24) as usize)?;
             let options = LogReadOptions {
                 projection: Some(inputs.scan_columns.clone()),
                 predicate: None,

@@ -55,6 +55,19 @@ impl KeyValueState {
         })
     }
 
+    /// Bytes the state holds: retained batches and the key map.
+    pub fn memory_size(&self) -> usize {
+        let batches: usize = self
+            .batches
+            .iter()
+            .map(RecordBatch::get_array_memory_size)
+            .sum();
+        let keys: usize = self.rows.keys().map(|k| k.as_ref().len()).sum();
+        batches
+            + keys
+            + self.rows.capacity() * (size_of::<OwnedRow>() + size_of::<(usize, usize)>())
+    }
+
     /// Number of live keys.
     pub fn len(&self) -> usize {
         self.rows.len()

@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use fluss::metadata::{DataLakeFormat, PartitionInfo, TableInfo, TablePath};
 use futures::stream::BoxStream;
 
-pub use local_store::{LocalStore, LocalStoreOptions, WriteResult};
+pub use local_store::{LocalStore, LocalStoreOptions, WriteKind, WriteResult};
 pub use metadata::TableBucketOffsets;
 
 use crate::error::{Error, Result};
@@ -169,12 +169,13 @@ pub trait FlussSource: Debug + Send + Sync {
     /// The latest readable lake snapshot and its offsets; `None` if nothing is tiered.
     async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>>;
 
-    /// Earliest offset and high watermark of a bucket.
+    /// Earliest offset and high watermark of each of `buckets`, in order, resolved
+    /// together (one round of lookups or requests, not one per bucket).
     async fn bucket_offsets(
         &self,
         table: &FlussTable,
-        bucket: &BucketLocation,
-    ) -> Result<BucketOffsets>;
+        buckets: &[BucketLocation],
+    ) -> Result<Vec<BucketOffsets>>;
 
     /// Reads `range` of a bucket's log as decoded batches with change types.
     async fn read_log(

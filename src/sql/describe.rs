@@ -180,8 +180,9 @@ pub async fn describe_table(session: &FlussSession, name: &[String]) -> Result<V
     let mut lake_offsets = Vec::new();
     let mut log_ends = Vec::new();
     let mut lags = Vec::new();
-    for location in store.buckets(&table).await? {
-        let offsets = store.bucket_offsets(&table, &location).await?;
+    let locations = store.buckets(&table).await?;
+    let all_offsets = store.bucket_offsets(&table, &locations).await?;
+    for (location, offsets) in locations.into_iter().zip(all_offsets) {
         let tiered = snapshot
             .as_ref()
             .and_then(|s| s.offsets.get(location.partition_id(), location.bucket));

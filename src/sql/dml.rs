@@ -1,13 +1,13 @@
 //! DML on the LocalStore: `INSERT` (append to log tables, upsert into primary-key
 //! tables), `DELETE` (primary-key tables) and `CALL tier(...)`.
 //!
-//! The rows to write are always planned by DataFusion first and collected, so
-//! `INSERT INTO t SELECT ... FROM t` reads the table as it was before the write.
+//! The rows to write are planned by DataFusion, whose scans pin their cut at
+//! planning, so `INSERT INTO t SELECT ... FROM t` reads the table as it was before
+//! the write; an INSERT streams its rows into one all-or-nothing statement.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::logical_expr::{Expr, cast};
 use fluss::metadata::TablePath;
@@ -17,7 +17,8 @@ use super::error::from_datafusion;
 use super::parse::quote_ident;
 use crate::error::{Error, Result};
 use crate::lake::tiering::tier;
-use crate::source::FlussSource;
+use crate::source::{FlussSource, WriteKind};
+use futures::{StreamExt, TryStreamExt};
 
 /// The `count` row DataFusion returns for DML.
 fn count_batch(count: usize) -> Result<RecordBatch> {
@@ -40,14 +41,6 @@ pub fn qualified(path: &TablePath) -> String {
         quote_ident(path.database()),
         quote_ident(path.table())
     )
-}
-
-/// Runs `sql` in DataFusion and concatenates the result into one batch.
-async fn collect_one(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
-    let df = session.context().sql(sql).await.map_err(from_datafusion)?;
-    let schema = Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await.map_err(from_datafusion)?;
-    Ok(concat_batches(&schema, &batches)?)
 }
 
 /// `INSERT INTO path [(columns)] source`: returns the `count` row.
@@ -107,21 +100,25 @@ pub async fn insert(
         exprs.push(cast(Expr::Column(column), field.data_type().clone()).alias(name));
     }
     let df = df.select(exprs).map_err(from_datafusion)?;
-    let schema = Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await.map_err(from_datafusion)?;
-    let renamed = concat_batches(&schema, &batches)?;
-    if renamed.num_rows() == 0 {
-        return count_batch(0);
-    }
-    let partial = targets.len() < column_count;
-    let written = if table.info.has_primary_key() && partial {
+    let kind = match (table.info.has_primary_key(), targets.len() < column_count) {
         // Fluss partial update: unlisted columns keep their values (never NULLed).
-        store.upsert_partial(path, &renamed).await?
-    } else if table.info.has_primary_key() {
-        store.upsert(path, &renamed).await?
-    } else {
-        store.append(path, &renamed).await?
+        (true, true) => WriteKind::PartialUpdate,
+        (true, false) => WriteKind::Upsert,
+        (false, _) => WriteKind::Append,
     };
+    // Streamed into one statement: memory stays bounded by a batch, and the rows
+    // read come from the cut pinned when the plan was made, before anything is
+    // written (so `INSERT INTO t SELECT ... FROM t` reads t as it was).
+    let rows = df.execute_stream().await.map_err(from_datafusion)?;
+    let pool = session.context().runtime_env().memory_pool.clone();
+    let written = store
+        .write_stream(
+            path,
+            kind,
+            rows.map_err(from_datafusion).boxed(),
+            Some(&pool),
+        )
+        .await?;
     count_batch(written.rows)
 }
 
@@ -151,11 +148,17 @@ pub async fn delete(
         sql.push_str(" WHERE ");
         sql.push_str(p);
     }
-    let rows = collect_one(session, &sql).await?;
-    if rows.num_rows() == 0 {
-        return count_batch(0);
-    }
-    let written = store.delete(path, &rows).await?;
+    let df = session.context().sql(&sql).await.map_err(from_datafusion)?;
+    let keys = df.execute_stream().await.map_err(from_datafusion)?;
+    let pool = session.context().runtime_env().memory_pool.clone();
+    let written = store
+        .write_stream(
+            path,
+            WriteKind::Delete,
+            keys.map_err(from_datafusion).boxed(),
+            Some(&pool),
+        )
+        .await?;
     count_batch(written.rows)
 }
 

@@ -14,7 +14,7 @@ pub fn from_datafusion(e: DataFusionError) -> Error {
     with_kind_prefix(kind_of(&e), &message_of(&e))
 }
 
-const KINDS: [ErrorKind; 8] = [
+const KINDS: [ErrorKind; 10] = [
     ErrorKind::DataInvalid,
     ErrorKind::NotFound,
     ErrorKind::AlreadyExists,
@@ -22,6 +22,8 @@ const KINDS: [ErrorKind; 8] = [
     ErrorKind::FeatureUnsupported,
     ErrorKind::Io,
     ErrorKind::Lake,
+    ErrorKind::Busy,
+    ErrorKind::ResourcesExhausted,
     ErrorKind::Internal,
 ];
 
@@ -56,6 +58,7 @@ fn kind_of(e: &DataFusionError) -> ErrorKind {
         | DataFusionError::SchemaError(..)
         | DataFusionError::Configuration(_) => ErrorKind::InvalidInput,
         DataFusionError::NotImplemented(_) => ErrorKind::FeatureUnsupported,
+        DataFusionError::ResourcesExhausted(_) => ErrorKind::ResourcesExhausted,
         DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => ErrorKind::Io,
         DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
             kind_of(inner)
@@ -77,7 +80,7 @@ fn message_of(e: &DataFusionError) -> String {
             format!("SQL syntax error: {parser}").replace("sql parser error: ", "")
         }
         DataFusionError::Plan(m) => m.clone(),
-        DataFusionError::Execution(m) => m.clone(),
+        DataFusionError::Execution(m) | DataFusionError::ResourcesExhausted(m) => m.clone(),
         DataFusionError::NotImplemented(m) => format!("not supported: {m}"),
         DataFusionError::Configuration(m) => format!("invalid setting: {m}"),
         DataFusionError::Context(ctx, inner) => format!("{ctx}: {}", message_of(inner)),

@@ -48,6 +48,17 @@ use crate::source::{FlussSource, LocalStore};
 /// The catalog name the session registers the store under.
 pub const CATALOG: &str = "fluss";
 
+/// Deepest expression nesting a statement may have ([`parse::expression_depth`]).
+/// DataFusion plans a chain of n operators in O(n²) (each level renders its own
+/// name), so far deeper statements would not finish anyway.
+pub const MAX_EXPRESSION_DEPTH: usize = 10_000;
+
+/// Statements up to this depth are planned on the caller's stack.
+const SHALLOW_EXPRESSION_DEPTH: usize = 256;
+
+/// Stack of the thread deep statements run on (reserved, touched only as used).
+const DEEP_STATEMENT_STACK: usize = 256 << 20;
+
 /// The database used when none is named (created on first use).
 pub const DEFAULT_DATABASE: &str = "fluss";
 
@@ -79,6 +90,9 @@ pub struct StatementResult {
     pub schema: SchemaRef,
     /// The rows.
     pub batches: Vec<RecordBatch>,
+    /// Something the user should know about what the statement did (a shell prints
+    /// it apart from the rows).
+    pub notice: Option<String>,
 }
 
 impl StatementResult {
@@ -87,6 +101,7 @@ impl StatementResult {
         Self {
             schema: Arc::new(Schema::empty()),
             batches: Vec::new(),
+            notice: None,
         }
     }
 
@@ -95,6 +110,7 @@ impl StatementResult {
         Self {
             schema: batch.schema(),
             batches: vec![batch],
+            notice: None,
         }
     }
 
@@ -188,7 +204,42 @@ impl FlussSession {
     }
 
     /// Runs one statement.
+    ///
+    /// Query planning recurses over expression trees, so a deeply nested statement
+    /// could overflow the caller's stack and abort the process. One deeper than
+    /// [`MAX_EXPRESSION_DEPTH`] is refused; one deeper than a few hundred levels runs
+    /// on a thread of its own with a large stack (and its own single-threaded
+    /// runtime); everything else runs in place.
     pub async fn execute_statement(&self, sql: &str) -> Result<StatementResult> {
+        let depth = parse::expression_depth(sql)?;
+        if depth > MAX_EXPRESSION_DEPTH {
+            return Err(Error::invalid_input(format!(
+                "the statement nests expressions {depth} levels deep (at most {MAX_EXPRESSION_DEPTH})"
+            )));
+        }
+        if depth <= SHALLOW_EXPRESSION_DEPTH {
+            return self.run_statement(sql).await;
+        }
+        let (done, result) = tokio::sync::oneshot::channel();
+        let (session, sql) = (self.clone(), sql.to_string());
+        std::thread::Builder::new()
+            .name("fluss-deep-statement".into())
+            .stack_size(DEEP_STATEMENT_STACK)
+            .spawn(move || {
+                let outcome = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::internal("cannot start a runtime").with_source(e))
+                    .and_then(|runtime| runtime.block_on(session.run_statement(&sql)));
+                let _ = done.send(outcome);
+            })
+            .map_err(|e| Error::internal("cannot start a statement thread").with_source(e))?;
+        result
+            .await
+            .map_err(|_| Error::internal("the statement thread stopped without an answer"))?
+    }
+
+    async fn run_statement(&self, sql: &str) -> Result<StatementResult> {
         match parse_statement(sql)? {
             Statement::CreateDatabase(spec) => {
                 self.store
@@ -279,7 +330,15 @@ impl FlussSession {
                 let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(names))])?;
                 Ok(StatementResult::of(batch))
             }
-            Statement::Query(sql) => self.query(&sql).await,
+            Statement::Query(sql) => {
+                let mut result = self.query(&sql).await?;
+                if let Some(kind) = statement::session_object(&sql) {
+                    result.notice = Some(format!(
+                        "the {kind} lasts for this session only: it is not stored in the Fluss catalog"
+                    ));
+                }
+                Ok(result)
+            }
         }
     }
 
@@ -288,7 +347,11 @@ impl FlussSession {
         let df = self.ctx.sql(sql).await.map_err(from_datafusion)?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let batches = df.collect().await.map_err(from_datafusion)?;
-        Ok(StatementResult { schema, batches })
+        Ok(StatementResult {
+            schema,
+            batches,
+            notice: None,
+        })
     }
 
     /// Resolves `t`, `db.t` or `fluss.db.t` against the current database.

@@ -48,6 +48,82 @@ pub fn split_statements(sql: &str) -> Result<Vec<String>> {
     Ok(statements)
 }
 
+/// How deep the expression trees of a statement can be, estimated from its tokens:
+/// the longest chain of binary operators at one parenthesis level (`1+1+...+1` and
+/// `a OR b OR ...` parse into trees as deep as they are long) plus the deepest
+/// parenthesis nesting. A comma or a clause keyword ends a chain.
+pub fn expression_depth(sql: &str) -> Result<usize> {
+    use datafusion::sql::sqlparser::keywords::Keyword;
+    let mut chains: Vec<usize> = vec![0];
+    let (mut longest, mut deepest) = (0, 0);
+    for token in tokenize(sql)? {
+        let operator = match &token {
+            Token::LParen => {
+                chains.push(0);
+                deepest = deepest.max(chains.len() - 1);
+                continue;
+            }
+            Token::RParen => {
+                if chains.len() > 1 {
+                    chains.pop();
+                }
+                continue;
+            }
+            Token::Comma | Token::SemiColon => {
+                if let Some(chain) = chains.last_mut() {
+                    *chain = 0;
+                }
+                continue;
+            }
+            Token::Word(w) => match w.keyword {
+                Keyword::AND | Keyword::OR => true,
+                Keyword::SELECT
+                | Keyword::FROM
+                | Keyword::WHERE
+                | Keyword::GROUP
+                | Keyword::HAVING
+                | Keyword::ORDER
+                | Keyword::LIMIT
+                | Keyword::VALUES
+                | Keyword::ON
+                | Keyword::UNION
+                | Keyword::WHEN
+                | Keyword::THEN
+                | Keyword::ELSE => {
+                    if let Some(chain) = chains.last_mut() {
+                        *chain = 0;
+                    }
+                    continue;
+                }
+                _ => false,
+            },
+            Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::Mod
+            | Token::StringConcat
+            | Token::Eq
+            | Token::Neq
+            | Token::Lt
+            | Token::Gt
+            | Token::LtEq
+            | Token::GtEq
+            | Token::Caret
+            | Token::Ampersand
+            | Token::Pipe
+            | Token::ShiftLeft
+            | Token::ShiftRight => true,
+            _ => false,
+        };
+        if operator && let Some(chain) = chains.last_mut() {
+            *chain += 1;
+            longest = longest.max(*chain);
+        }
+    }
+    Ok(longest + deepest)
+}
+
 /// Whether `input` is a complete statement for an interactive shell: it ends with a
 /// `;` outside quotes and comments (an unterminated quote is incomplete).
 pub fn is_complete(input: &str) -> bool {
@@ -298,6 +374,25 @@ mod tests {
         assert!(is_complete("SELECT 1;"));
         assert!(!is_complete("SELECT ';"));
         assert!(!is_complete("SELECT 1"));
+    }
+
+    #[test]
+    fn expression_depth_counts_operator_chains_and_nesting() {
+        assert_eq!(expression_depth("SELECT 1").unwrap(), 0);
+        assert_eq!(expression_depth("SELECT 1+1+1, 2*2").unwrap(), 2);
+        assert_eq!(expression_depth("SELECT ((1+1))+1").unwrap(), 3);
+        assert_eq!(
+            expression_depth("SELECT a FROM t WHERE a = 1 OR a = 2 OR a = 3").unwrap(),
+            5
+        );
+        // a long VALUES list is wide, not deep
+        let values = vec!["(1, 'a')"; 5000].join(", ");
+        assert_eq!(
+            expression_depth(&format!("INSERT INTO t VALUES {values}")).unwrap(),
+            1
+        );
+        let deep = format!("SELECT {}", vec!["1"; 10_001].join("+"));
+        assert_eq!(expression_depth(&deep).unwrap(), 10_000);
     }
 
     #[test]

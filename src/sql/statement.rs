@@ -69,6 +69,23 @@ fn foreign(name: &[String]) -> bool {
     name.len() == 3 && name[0] != "fluss"
 }
 
+/// What a `CREATE VIEW` / `CREATE EXTERNAL TABLE` creates ("view", "external
+/// table"): DataFusion keeps those in memory, beside the Fluss tables.
+pub fn session_object(sql: &str) -> Option<&'static str> {
+    let mut c = Cursor::new(sql).ok()?;
+    if !c.eat_keyword("create") {
+        return None;
+    }
+    c.eat_keywords(&["or", "replace"]);
+    c.eat_keyword("temporary");
+    c.eat_keyword("temp");
+    c.eat_keyword("unbounded");
+    if c.eat_keyword("view") {
+        return Some("view");
+    }
+    (c.eat_keyword("external") && c.eat_keyword("table")).then_some("external table")
+}
+
 /// Classifies and parses one statement.
 pub fn parse_statement(sql: &str) -> Result<Statement> {
     let mut c = Cursor::new(sql)?;

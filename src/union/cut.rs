@@ -6,15 +6,11 @@
 //! comes from this cut, so a tiering or an append during the query cannot change its
 //! answer (DESIGN.md "The cut"; Fluss `LakeSplitGenerator`).
 
-use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::log::LogRange;
 use crate::source::{BucketLocation, BucketOffsets, FlussSource, FlussTable, ReadableSnapshot};
-
-/// Bucket offset lookups in flight while pinning a cut.
-const CONCURRENT_OFFSET_LOOKUPS: usize = 16;
 
 /// The log range of one bucket in the cut.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,16 +89,7 @@ pub async fn plan_cut(
     if !read_log {
         locations.clear();
     }
-    // Every bucket's offsets at once: each lookup is a directory listing and a size
-    // (a round trip on object stores), and planning waits for all of them.
-    let lookups: Vec<_> = locations
-        .iter()
-        .map(|location| source.bucket_offsets(table, location))
-        .collect();
-    let offsets = futures::stream::iter(lookups)
-        .buffered(CONCURRENT_OFFSET_LOOKUPS)
-        .try_collect::<Vec<_>>()
-        .await?;
+    let offsets = source.bucket_offsets(table, &locations).await?;
     let mut buckets = Vec::with_capacity(locations.len());
     for (location, offsets) in locations.into_iter().zip(offsets) {
         let tiered = snapshot

@@ -18,6 +18,7 @@ use datafusion::arrow::row::{RowConverter, SortField};
 // hashbrown with foldhash: several times faster than std's SipHash for integer keys,
 // and the fold probes one key per lake row.
 use datafusion::common::HashMap;
+use datafusion::execution::memory_pool::MemoryReservation;
 use fluss::record::ChangeType;
 
 use crate::error::Result;
@@ -94,6 +95,8 @@ pub struct ChangelogFold {
     /// Smallest and largest integer key folded (from each batch's min/max kernels,
     /// cheaper than two passes over the map).
     key_range: Option<(i64, i64)>,
+    /// Where the fold's memory is accounted (the query's memory pool), if anywhere.
+    memory: Option<MemoryReservation>,
 }
 
 impl ChangelogFold {
@@ -116,16 +119,34 @@ impl ChangelogFold {
             records: 0,
             touched: std::sync::OnceLock::new(),
             key_range: None,
+            memory: None,
         })
+    }
+
+    /// Accounts the fold's memory in `reservation` from now on: every batch applied
+    /// grows it, and a fold that would pass the pool's limit fails with a
+    /// resources-exhausted error instead of growing.
+    pub fn track_memory(&mut self, reservation: MemoryReservation) -> Result<()> {
+        self.memory = Some(reservation);
+        self.account()
+    }
+
+    fn account(&mut self) -> Result<()> {
+        let size = self.memory_size();
+        if let Some(memory) = &mut self.memory {
+            memory.try_resize(size)?;
+        }
+        Ok(())
     }
 
     /// Makes room for `records` more changelog records (the tail's offset span), so
     /// the key map is not rehashed while folding.
-    pub fn reserve(&mut self, records: usize) {
+    pub fn reserve(&mut self, records: usize) -> Result<()> {
         match &mut self.latest {
             KeyIndex::Integer(m) => m.reserve(records),
             KeyIndex::Encoded(_, m) => m.reserve(records),
         }
+        self.account()
     }
 
     /// Applies changelog records in offset order.
@@ -172,7 +193,26 @@ impl ChangelogFold {
             }
         }
         self.records += change_types.len();
-        Ok(())
+        self.account()
+    }
+
+    /// Bytes the fold holds: the tail's batches and the key map.
+    pub fn memory_size(&self) -> usize {
+        let batches: usize = self
+            .batches
+            .iter()
+            .map(RecordBatch::get_array_memory_size)
+            .sum();
+        let map = match &self.latest {
+            KeyIndex::Integer(m) => m.capacity() * (size_of::<i64>() + size_of::<Latest>() + 1),
+            KeyIndex::Encoded(converter, m) => {
+                let key_bytes: usize = m.keys().map(|k| k.len()).sum();
+                converter.size()
+                    + key_bytes
+                    + m.capacity() * (size_of::<Box<[u8]>>() + size_of::<Latest>() + 1)
+            }
+        };
+        batches + map
     }
 
     /// Distinct keys touched by the tail.

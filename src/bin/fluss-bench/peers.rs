@@ -244,11 +244,12 @@ pub async fn decode_bench(
     let target = meta.schemas.latest().context(|| "schema".into())?;
     let schema = target.arrow.clone();
     let mut buckets = Vec::new();
-    for bucket in store.buckets(&meta).await.context(|| "buckets".into())? {
-        let offsets = store
-            .bucket_offsets(&meta, &bucket)
-            .await
-            .context(|| format!("offsets of {path} bucket {}", bucket.bucket))?;
+    let locations = store.buckets(&meta).await.context(|| "buckets".into())?;
+    let all_offsets = store
+        .bucket_offsets(&meta, &locations)
+        .await
+        .context(|| format!("offsets of {path}"))?;
+    for (bucket, offsets) in locations.into_iter().zip(all_offsets) {
         let dir = store.bucket_dir(&meta, &bucket);
         let files = list_segments(store.storage(), &dir)
             .await

@@ -8,17 +8,24 @@
 //! segment); object stores have immutable objects, so the log writer rolls a new
 //! segment per append there instead.
 
+mod faults;
+mod local;
+mod lock;
+
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use tokio::io::AsyncWriteExt;
 use url::Url;
 
+pub use self::faults::{FaultInjector, IoStep};
+use self::local::Steps;
+pub use self::lock::{WRITER_LOCK_FILE, WriterLock};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A store root plus the object store that holds it.
@@ -28,12 +35,30 @@ pub struct Storage {
     root: ObjectPath,
     local_root: Option<PathBuf>,
     display_root: String,
+    faults: Option<Arc<FaultInjector>>,
 }
 
 impl Storage {
     /// Opens `location`: a local path (created if missing) or an object-store URL.
     pub fn open(location: &str) -> Result<Self> {
         if let Some(local) = local_path_of(location) {
+            if let Ok(meta) = std::fs::symlink_metadata(&local) {
+                let what = if meta.is_file() {
+                    Some("is a file, not a directory")
+                } else if meta.file_type().is_symlink() && std::fs::metadata(&local).is_err() {
+                    Some("is a symbolic link to something that does not exist")
+                } else if meta.file_type().is_symlink()
+                    && std::fs::metadata(&local).is_ok_and(|m| !m.is_dir())
+                {
+                    Some("is a symbolic link to a file, not to a directory")
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    return Err(Error::invalid_input(format!("the store location {what}"))
+                        .with_context("path", local.display()));
+                }
+            }
             std::fs::create_dir_all(&local).map_err(|e| {
                 Error::new(ErrorKind::Io, "cannot create the store directory")
                     .with_context("path", local.display())
@@ -50,6 +75,7 @@ impl Storage {
                 root: ObjectPath::default(),
                 display_root: local.display().to_string(),
                 local_root: Some(local),
+                faults: None,
             });
         }
         let url = Url::parse(location).map_err(|e| {
@@ -63,7 +89,40 @@ impl Storage {
             root,
             local_root: None,
             display_root: redact(location),
+            faults: None,
         })
+    }
+
+    /// The same root with every durable write step passing `faults` first (crash
+    /// tests).
+    pub fn with_faults(mut self, faults: Arc<FaultInjector>) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
+    fn steps<'a>(&'a self, name: &'a str) -> Steps<'a> {
+        Steps {
+            faults: self.faults.as_deref(),
+            name,
+        }
+    }
+
+    fn check(&self, step: IoStep, name: &str) -> Result<()> {
+        match &self.faults {
+            Some(f) => f.check(step, name),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the store's writer lock, waiting up to `timeout` for another writer.
+    pub async fn lock_writer(&self, timeout: Duration) -> Result<WriterLock> {
+        match &self.local_root {
+            Some(root) => lock::lock_file(&root.join(WRITER_LOCK_FILE), timeout).await,
+            None => {
+                let path = self.child(WRITER_LOCK_FILE)?;
+                lock::lock_object(self.store.clone(), path, timeout).await
+            }
+        }
     }
 
     /// The root as shown to users (credentials removed).
@@ -151,6 +210,20 @@ impl Storage {
     /// query's planning makes a dozen of them (metadata JSON, per-bucket log ends).
     fn direct_local(&self, path: &str) -> Result<Option<PathBuf>> {
         if self.local_root.is_none() || is_absolute(path) {
+            return Ok(None);
+        }
+        self.child(path)?;
+        Ok(self.local_path(path))
+    }
+
+    /// The local file a write to `path` goes to: a relative path under a local root
+    /// (validated: it cannot leave the root) or an absolute local path from
+    /// metadata; `None` for object stores.
+    fn writable_local(&self, path: &str) -> Result<Option<PathBuf>> {
+        if is_absolute(path) {
+            return Ok(local_path_of(path));
+        }
+        if self.local_root.is_none() {
             return Ok(None);
         }
         self.child(path)?;
@@ -245,10 +318,15 @@ impl Storage {
         }
     }
 
-    /// Writes a whole object atomically: a reader sees the old or the new content, never
-    /// a mix (object stores replace atomically; the local store writes a staging file
-    /// and renames it into place).
+    /// Writes a whole object atomically and durably: a reader sees the old or the new
+    /// content, never a mix, and the new content survives a crash once this returns
+    /// (object stores replace atomically; local files are staged, fsynced, renamed and
+    /// their directory fsynced).
     pub async fn put_atomic(&self, path: &str, bytes: Bytes) -> Result<()> {
+        if let Some(local) = self.writable_local(path)? {
+            return local::write_atomic(&local, &bytes, self.steps(path));
+        }
+        self.check(IoStep::Write, path)?;
         let (store, object) = self.locate(path)?;
         store
             .put(&object, PutPayload::from_bytes(bytes))
@@ -257,39 +335,20 @@ impl Storage {
         Ok(())
     }
 
-    /// Appends to a local file, creating it if needed.
+    /// Appends to a local file, creating it if needed; the bytes are fsynced.
     pub async fn append(&self, path: &str, bytes: &[u8]) -> Result<()> {
-        let local = self.local_path(path).ok_or_else(|| {
+        let local = self.writable_local(path)?.ok_or_else(|| {
             Error::unsupported("append needs a local store").with_context("file", path)
         })?;
-        if let Some(parent) = local.parent() {
-            tokio::fs::create_dir_all(parent).await?;
-        }
-        let mut file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&local)
-            .await
-            .map_err(|e| Error::from(e).with_context("file", path))?;
-        file.write_all(bytes)
-            .await
-            .map_err(|e| Error::from(e).with_context("file", path))?;
-        file.flush().await?;
-        Ok(())
+        local::append(&local, bytes, self.steps(path))
     }
 
-    /// Truncates a local file to `len` bytes (drops a torn batch).
+    /// Truncates a local file to `len` bytes (drops a torn batch), durably.
     pub async fn truncate(&self, path: &str, len: u64) -> Result<()> {
-        let local = self.local_path(path).ok_or_else(|| {
+        let local = self.writable_local(path)?.ok_or_else(|| {
             Error::unsupported("truncate needs a local store").with_context("file", path)
         })?;
-        let file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .open(&local)
-            .await
-            .map_err(|e| Error::from(e).with_context("file", path))?;
-        file.set_len(len).await?;
-        Ok(())
+        local::truncate(&local, len, self.steps(path))
     }
 
     /// Names of the immediate children (files and directories) of a directory; a
@@ -338,6 +397,10 @@ impl Storage {
 
     /// Deletes an object; missing objects are fine.
     pub async fn delete(&self, path: &str) -> Result<()> {
+        if let Some(local) = self.writable_local(path)? {
+            return local::remove_file(&local, self.steps(path));
+        }
+        self.check(IoStep::Delete, path)?;
         let (store, object) = self.locate(path)?;
         match store.delete(&object).await {
             Ok(()) => Ok(()),
@@ -348,13 +411,10 @@ impl Storage {
 
     /// Deletes every object under a directory.
     pub async fn delete_dir(&self, path: &str) -> Result<()> {
-        if let Some(local) = self.local_path(path) {
-            return match tokio::fs::remove_dir_all(&local).await {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(Error::from(e).with_context("dir", path)),
-            };
+        if let Some(local) = self.writable_local(path)? {
+            return local::remove_dir_all(&local, self.steps(path));
         }
+        self.check(IoStep::Delete, path)?;
         let (store, object) = self.locate(path)?;
         let objects: Vec<_> = store.list(Some(&object)).try_collect().await?;
         for meta in objects {
@@ -406,6 +466,91 @@ mod tests {
     fn redacts_credentials() {
         assert_eq!(redact("s3://key:secret@bucket/x"), "s3://bucket/x");
         assert_eq!(redact("/tmp/x"), "/tmp/x");
+    }
+
+    #[tokio::test]
+    async fn writes_are_fsynced_where_they_claim_durability() {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = Arc::new(FaultInjector::failing_at(0));
+        let storage = Storage::open(dir.path().to_str().unwrap())
+            .unwrap()
+            .with_faults(faults.clone());
+        let steps =
+            |from: usize| -> Vec<IoStep> { faults.log()[from..].iter().map(|(s, _)| *s).collect() };
+        storage
+            .put_atomic("a/b.json", Bytes::from_static(b"{}"))
+            .await
+            .unwrap();
+        // new directory (its parent fsynced), staged file written + fsynced, renamed,
+        // directory fsynced
+        use IoStep::*;
+        assert_eq!(steps(0), vec![Write, Sync, Write, Sync, Rename, Sync]);
+        let n = faults.steps();
+        storage
+            .put_atomic("a/b.json", Bytes::from_static(b"[]"))
+            .await
+            .unwrap();
+        assert_eq!(steps(n), vec![Write, Sync, Rename, Sync]);
+        let n = faults.steps();
+        storage.append("a/log", b"12").await.unwrap();
+        assert_eq!(
+            steps(n),
+            vec![Write, Sync, Sync],
+            "a new file's directory is fsynced"
+        );
+        let n = faults.steps();
+        storage.append("a/log", b"34").await.unwrap();
+        assert_eq!(steps(n), vec![Write, Sync]);
+        let n = faults.steps();
+        storage.truncate("a/log", 1).await.unwrap();
+        storage.delete("a/log").await.unwrap();
+        assert_eq!(steps(n), vec![Truncate, Sync, Delete, Sync]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_step_leaves_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = Storage::open(dir.path().to_str().unwrap()).unwrap();
+        plain
+            .put_atomic("x.json", Bytes::from_static(b"old"))
+            .await
+            .unwrap();
+        // write, fsync, rename, fsync directory: before the rename the old content
+        // stands; after it the new one (only its directory entry is not yet durable)
+        for (k, expected) in [(1, b"old"), (2, b"old"), (3, b"old"), (4, b"new")] {
+            let storage = plain
+                .clone()
+                .with_faults(Arc::new(FaultInjector::failing_at(k)));
+            assert!(
+                storage
+                    .put_atomic("x.json", Bytes::from_static(b"new"))
+                    .await
+                    .is_err()
+            );
+            assert_eq!(
+                plain.read("x.json").await.unwrap().as_ref(),
+                expected,
+                "step {k}"
+            );
+            // the staging file a crash leaves is never listed
+            assert_eq!(plain.list_dir("").await.unwrap(), vec!["x.json"]);
+        }
+    }
+
+    #[test]
+    fn a_store_location_that_is_a_file_or_a_dangling_link_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let e = Storage::open(file.to_str().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("is a file, not a directory"), "{e}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(dir.path().join("gone"), &link).unwrap();
+        let e = Storage::open(link.to_str().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let to_dir = dir.path().join("to-dir");
+        std::os::unix::fs::symlink(dir.path(), &to_dir).unwrap();
+        assert!(Storage::open(to_dir.to_str().unwrap()).is_ok());
     }
 
     #[tokio::test]

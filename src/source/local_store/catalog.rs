@@ -1,0 +1,319 @@
+//! The coordinator's side of the LocalStore: databases, tables, partitions, id
+//! counters and lake snapshot registrations, written as Fluss's ZooKeeper znodes.
+//! Every change runs under the writer lock, so two processes never hand out the same
+//! table id or overwrite each other's registrations.
+
+use std::collections::BTreeMap;
+
+use fluss::metadata::{JsonSerde, TableDescriptor, TablePath};
+
+use super::write::WriteGuard;
+use super::{LocalStore, now_millis, to_btree, to_hash};
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::ArrowCompression;
+use crate::log::statistics::{STATISTICS_COLUMNS_PROPERTY, statistics_column_mapping};
+use crate::source::layout::{self, validate_name, validate_partition_name};
+use crate::source::metadata::{
+    DatabaseRegistration, LakeSnapshotEntry, PartitionRegistration, TableRegistration,
+};
+use crate::source::{FlussSource, FlussTable};
+
+impl LocalStore {
+    /// The next value of an id counter (`table_seqid`, `partition_seqid`); the caller
+    /// holds the writer lock, so the read-modify-write is not raced.
+    async fn next_id(&self, _guard: &WriteGuard<'_>, counter: &str) -> Result<i64> {
+        let current = match self.storage.read_optional(counter).await? {
+            Some(bytes) => serde_json::from_slice::<i64>(&bytes)
+                .map_err(|e| Error::from(e).with_context("file", counter))?,
+            None => 0,
+        };
+        self.put_json(counter, (current + 1).to_string().into_bytes())
+            .await?;
+        Ok(current)
+    }
+
+    /// Creates a database.
+    pub async fn create_database(
+        &self,
+        name: &str,
+        comment: Option<&str>,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        validate_name("database", name)?;
+        let node = layout::database_node(name);
+        let exists = || async {
+            if self.storage.read_optional(&node).await?.is_none() {
+                return Ok(false);
+            }
+            if if_not_exists {
+                return Ok(true);
+            }
+            Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("database '{name}' already exists"),
+            ))
+        };
+        // Looked up before the lock too: a session opening an existing database is a
+        // reader and must not wait for writers.
+        if exists().await? {
+            return Ok(());
+        }
+        let _guard = self.write_guard().await?;
+        if exists().await? {
+            return Ok(());
+        }
+        let now = now_millis();
+        let reg = DatabaseRegistration {
+            version: 1,
+            comment: comment.map(str::to_string),
+            custom_properties: BTreeMap::new(),
+            created_time: now,
+            modified_time: now,
+        };
+        self.put_json(&node, serde_json::to_vec(&reg)?).await
+    }
+
+    /// Drops a database; with `cascade` its tables too.
+    pub async fn drop_database(&self, name: &str, if_exists: bool, cascade: bool) -> Result<()> {
+        let mut guard = self.write_guard().await?;
+        if !self.database_exists(name).await? {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(Error::not_found(format!(
+                "database '{name}' does not exist"
+            )));
+        }
+        let tables = self.list_tables(name).await?;
+        if !tables.is_empty() && !cascade {
+            return Err(Error::invalid_input(format!(
+                "database '{name}' is not empty ({} tables); use CASCADE",
+                tables.len()
+            )));
+        }
+        for table in tables {
+            self.drop_table_locked(&mut guard, &TablePath::new(name, &table), true)
+                .await?;
+        }
+        self.storage
+            .delete_dir(&format!("zk/metadata/databases/{name}"))
+            .await?;
+        self.storage.delete(&layout::database_node(name)).await
+    }
+
+    /// Creates a table from a fluss-rs descriptor, as the coordinator does: schema id 1,
+    /// a new table id, default bucket count 1, PK tables bucketed by the PK minus the
+    /// partition keys, and (when the lake is enabled) the lake location in properties.
+    pub async fn create_table(
+        &self,
+        path: &TablePath,
+        descriptor: &TableDescriptor,
+        if_not_exists: bool,
+    ) -> Result<FlussTable> {
+        validate_name("database", path.database())?;
+        validate_name("table", path.table())?;
+        {
+            let guard = self.write_guard().await?;
+            if !self.database_exists(path.database()).await? {
+                return Err(Error::not_found(format!(
+                    "database '{}' does not exist",
+                    path.database()
+                )));
+            }
+            if self
+                .storage
+                .read_optional(&layout::table_node(path))
+                .await?
+                .is_some()
+            {
+                if !if_not_exists {
+                    return Err(Error::new(
+                        ErrorKind::AlreadyExists,
+                        format!("table '{path}' already exists"),
+                    ));
+                }
+            } else {
+                self.register_table(&guard, path, descriptor).await?;
+            }
+        }
+        self.get_table(path).await
+    }
+
+    async fn register_table(
+        &self,
+        guard: &WriteGuard<'_>,
+        path: &TablePath,
+        descriptor: &TableDescriptor,
+    ) -> Result<()> {
+        let schema = descriptor.schema();
+        for column in schema.columns() {
+            if column.name().starts_with("__") {
+                return Err(Error::invalid_input(format!(
+                    "column name '{}' is reserved for system columns",
+                    column.name()
+                )));
+            }
+        }
+        let mut properties = to_btree(descriptor.properties());
+        let lake_enabled = properties
+            .get("table.datalake.enabled")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if lake_enabled {
+            let format = properties
+                .entry("table.datalake.format".to_string())
+                .or_insert_with(|| "paimon".to_string())
+                .to_ascii_lowercase();
+            match format.as_str() {
+                "paimon" => {
+                    properties
+                        .entry("table.datalake.paimon.warehouse".to_string())
+                        .or_insert_with(|| layout::DEFAULT_PAIMON_WAREHOUSE.to_string());
+                    properties
+                        .entry("table.datalake.paimon.metastore".to_string())
+                        .or_insert_with(|| "filesystem".to_string());
+                }
+                other => {
+                    return Err(Error::unsupported(format!(
+                        "lake format '{other}' cannot be created by the LocalStore yet (paimon is supported)"
+                    )));
+                }
+            }
+        }
+        if schema.primary_key().is_some() && properties.contains_key(STATISTICS_COLUMNS_PROPERTY) {
+            return Err(Error::invalid_input(
+                "Statistics columns are not supported for primary key tables",
+            ));
+        }
+        // Validate the statistics and compression options up front.
+        statistics_column_mapping(
+            properties
+                .get(STATISTICS_COLUMNS_PROPERTY)
+                .map(String::as_str),
+            schema.row_type(),
+        )?;
+        ArrowCompression::from_properties(&to_hash(&properties))?;
+        let partition_keys: Vec<String> = descriptor.partition_keys().to_vec();
+        let mut bucket_keys: Vec<String> = descriptor
+            .bucket_keys()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        if bucket_keys.is_empty()
+            && let Some(pk) = schema.primary_key()
+        {
+            bucket_keys = pk
+                .column_names()
+                .iter()
+                .filter(|c| !partition_keys.contains(c))
+                .cloned()
+                .collect();
+        }
+        let bucket_count = descriptor
+            .table_distribution()
+            .and_then(|d| d.bucket_count())
+            .unwrap_or(1);
+        if bucket_count <= 0 {
+            return Err(Error::invalid_input(format!(
+                "bucket count must be positive, got {bucket_count}"
+            )));
+        }
+        let table_id = self.next_id(guard, &layout::table_seqid_node()).await?;
+        let now = now_millis();
+        let registration = TableRegistration {
+            version: 1,
+            table_id,
+            comment: descriptor.comment().map(str::to_string),
+            partition_key: partition_keys,
+            bucket_key: bucket_keys,
+            bucket_count,
+            properties,
+            custom_properties: to_btree(descriptor.custom_properties()),
+            remote_data_dir: None,
+            created_time: now,
+            modified_time: now,
+        };
+        // Schema first, then the table znode, as MetadataManager.createTable does.
+        let schema_json = serde_json::to_vec(&schema.serialize_json()?)?;
+        self.put_json(&layout::schema_node(path, 1), schema_json)
+            .await?;
+        self.put_json(
+            &layout::table_node(path),
+            serde_json::to_vec(&registration)?,
+        )
+        .await
+    }
+
+    /// Drops a table: metadata, log and lake pointers (the lake table stays, as in Fluss).
+    pub async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()> {
+        let mut guard = self.write_guard().await?;
+        self.drop_table_locked(&mut guard, path, if_exists).await
+    }
+
+    async fn drop_table_locked(
+        &self,
+        guard: &mut WriteGuard<'_>,
+        path: &TablePath,
+        if_exists: bool,
+    ) -> Result<()> {
+        let table = match self.get_table(path).await {
+            Ok(t) => t,
+            Err(e) if e.kind() == ErrorKind::NotFound && if_exists => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let id = table.table_id();
+        guard.forget_table(id);
+        self.storage.delete(&layout::table_node(path)).await?;
+        self.storage.delete_dir(&layout::table_dir(path)).await?;
+        self.storage
+            .delete_dir(&layout::table_data_dir(path, id))
+            .await?;
+        self.storage
+            .delete_dir(&format!("zk/tabletservers/tables/{id}"))
+            .await
+    }
+
+    /// The id of partition `name`, registering it on first use.
+    pub(super) async fn ensure_partition(
+        &self,
+        guard: &WriteGuard<'_>,
+        table: &FlussTable,
+        name: &str,
+    ) -> Result<i64> {
+        validate_partition_name(name)?;
+        let node = layout::partition_node(&table.path, name);
+        if let Some(bytes) = self.storage.read_optional(&node).await? {
+            let reg: PartitionRegistration = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::from(e).with_context("file", &node))?;
+            return Ok(reg.partition_id);
+        }
+        let partition_id = self.next_id(guard, &layout::partition_seqid_node()).await?;
+        let reg = PartitionRegistration {
+            version: 1,
+            table_id: table.table_id(),
+            partition_id,
+            remote_data_dir: None,
+        };
+        self.put_json(&node, serde_json::to_vec(&reg)?).await?;
+        Ok(partition_id)
+    }
+
+    /// Registers a lake snapshot in the `laketable` znode (tiering's last step).
+    pub(crate) async fn register_lake_snapshot(
+        &self,
+        _guard: &WriteGuard<'_>,
+        table_id: i64,
+        entry: LakeSnapshotEntry,
+    ) -> Result<()> {
+        let mut lake = self.lake_table(table_id).await?;
+        if lake
+            .snapshots
+            .iter()
+            .any(|s| s.snapshot_id == entry.snapshot_id)
+        {
+            return Ok(());
+        }
+        lake.snapshots.push(entry);
+        self.put_json(&layout::lake_table_node(table_id), lake.to_json()?)
+            .await
+    }
+}

@@ -1,0 +1,142 @@
+//! Shaping rows to write: input batches cast to the table's Arrow schema, delete keys,
+//! and partition names rendered from values.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::source::layout::validate_partition_name;
+
+/// Renders one partition value as Fluss names partitions (`PartitionUtils`).
+pub(super) fn partition_value(column: &ArrayRef, row: usize) -> Result<String> {
+    if column.is_null(row) {
+        return Err(Error::invalid_input(
+            "partition column values must not be null",
+        ));
+    }
+    let value = match column.data_type() {
+        ArrowType::Utf8
+        | ArrowType::LargeUtf8
+        | ArrowType::Utf8View
+        | ArrowType::Boolean
+        | ArrowType::Int8
+        | ArrowType::Int16
+        | ArrowType::Int32
+        | ArrowType::Int64
+        | ArrowType::Date32 => {
+            let s = cast(&column.slice(row, 1), &ArrowType::Utf8)?;
+            let s = s
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::StringArray>()
+                .ok_or_else(|| Error::internal("cast to string failed"))?;
+            s.value(0).to_string()
+        }
+        other => {
+            return Err(Error::unsupported(format!(
+                "partition columns of type {other} are not supported by the LocalStore writer"
+            )));
+        }
+    };
+    validate_partition_name(&value)?;
+    Ok(value)
+}
+
+/// Makes `batch` match the table's Arrow schema: columns by name, cast where needed,
+/// missing nullable columns filled with nulls, NOT NULL columns checked.
+pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let mut columns = Vec::with_capacity(target.fields().len());
+    for field in target.fields() {
+        let column = match schema.index_of(field.name()) {
+            Ok(i) => {
+                let c = batch.column(i);
+                if c.data_type() == field.data_type() {
+                    c.clone()
+                } else {
+                    cast(c, field.data_type()).map_err(|e| {
+                        Error::invalid_input(format!(
+                            "column '{}' of type {} cannot be written as {}",
+                            field.name(),
+                            c.data_type(),
+                            field.data_type()
+                        ))
+                        .with_source(e)
+                    })?
+                }
+            }
+            Err(_) if field.is_nullable() => {
+                datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows())
+            }
+            Err(_) => {
+                return Err(Error::invalid_input(format!(
+                    "missing value for NOT NULL column '{}'",
+                    field.name()
+                )));
+            }
+        };
+        if !field.is_nullable() && column.null_count() > 0 {
+            return Err(Error::invalid_input(format!(
+                "NULL written to NOT NULL column '{}'",
+                field.name()
+            )));
+        }
+        columns.push(column);
+    }
+    for field in schema.fields() {
+        if target.index_of(field.name()).is_err() {
+            return Err(Error::invalid_input(format!(
+                "unknown column '{}'",
+                field.name()
+            )));
+        }
+    }
+    Ok(RecordBatch::try_new_with_options(
+        target.clone(),
+        columns,
+        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
+/// A delete batch: key columns (cast), other columns null (only keys are used).
+pub(super) fn conform_keys(
+    batch: &RecordBatch,
+    target: &SchemaRef,
+    key_columns: &[usize],
+) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let mut columns = Vec::with_capacity(target.fields().len());
+    for (i, field) in target.fields().iter().enumerate() {
+        let column = if key_columns.contains(&i) {
+            let c = schema
+                .index_of(field.name())
+                .map(|j| batch.column(j))
+                .map_err(|_| {
+                    Error::invalid_input(format!(
+                        "delete needs the primary key column '{}'",
+                        field.name()
+                    ))
+                })?;
+            cast(c, field.data_type())?
+        } else {
+            match schema.index_of(field.name()) {
+                Ok(j) => cast(batch.column(j), field.data_type())?,
+                Err(_) => {
+                    datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows())
+                }
+            }
+        };
+        columns.push(column);
+    }
+    // Not validated as NOT NULL: only key columns are read from a delete batch.
+    let relaxed = Arc::new(datafusion::arrow::datatypes::Schema::new(
+        target
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    ));
+    Ok(RecordBatch::try_new(relaxed, columns)?)
+}

@@ -1,0 +1,489 @@
+//! The LocalStore: an embedded Fluss "cluster" in a directory (or object-store prefix).
+//!
+//! It writes what Fluss writes — coordinator metadata as JSON znodes, tablet-server log
+//! segments, PK changelogs with previous images — and reads any store laid out that
+//! way, whoever wrote it.
+//!
+//! - [`catalog`]: databases, tables and partitions (the coordinator's znodes);
+//! - [`write`]: appends and key-value writes, one statement at a time under the
+//!   store's writer lock ([`crate::storage::WriterLock`]), all or nothing
+//!   ([`intent`]);
+//! - this module: the read side ([`FlussSource`]).
+//!
+//! Readers never lock: metadata files are replaced atomically, logs only grow, and a
+//! statement in progress is hidden by its intent.
+
+mod catalog;
+mod conform;
+mod intent;
+mod write;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use fluss::metadata::{
+    JsonSerde, PartitionInfo, ResolvedPartitionSpec, Schema, TableInfo, TablePath,
+};
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use tokio::sync::Mutex;
+
+pub use self::conform::conform_batch;
+pub(crate) use self::write::WriteGuard;
+pub use self::write::WriteKind;
+use self::write::WriterState;
+use super::layout::{self, validate_name};
+use super::metadata::{LakeTable, PartitionRegistration, TableBucketOffsets, TableRegistration};
+use super::{BucketLocation, BucketOffsets, FlussSource, FlussTable, ReadableSnapshot};
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::reader::bucket_offsets;
+use crate::log::schema::SchemaVersion;
+use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
+use crate::storage::{FaultInjector, Storage};
+
+/// Tuning of a LocalStore.
+#[derive(Debug, Clone)]
+pub struct LocalStoreOptions {
+    /// Size at which a new log segment is started (Fluss default is 1 GiB).
+    pub segment_roll_bytes: usize,
+    /// Verify CRC-32C of every batch read.
+    pub verify_crc: bool,
+    /// Largest log batch a write builds, in bytes of Arrow data (Fluss's
+    /// `client.writer.batch-size`, 2 MiB): larger inputs become several batches.
+    pub writer_batch_bytes: usize,
+    /// How long a write waits for another writer to release the store.
+    pub lock_timeout: Duration,
+}
+
+impl Default for LocalStoreOptions {
+    fn default() -> Self {
+        Self {
+            segment_roll_bytes: 64 * 1024 * 1024,
+            verify_crc: true,
+            writer_batch_bytes: 2 * 1024 * 1024,
+            lock_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteResult {
+    /// Input rows accepted.
+    pub rows: usize,
+    /// Changelog records written (an update writes two).
+    pub records: usize,
+    /// Log batches appended.
+    pub batches: usize,
+}
+
+/// The embedded store.
+#[derive(Debug)]
+pub struct LocalStore {
+    storage: Storage,
+    options: LocalStoreOptions,
+    writer: Mutex<WriterState>,
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+fn to_btree(map: &HashMap<String, String>) -> BTreeMap<String, String> {
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn to_hash(map: &BTreeMap<String, String>) -> HashMap<String, String> {
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// Bucket offset lookups in flight while resolving a table's buckets.
+const CONCURRENT_OFFSET_LOOKUPS: usize = 16;
+
+impl LocalStore {
+    /// Opens (creating if needed) a store at a local path or object-store URL.
+    pub async fn open(location: &str) -> Result<Self> {
+        Self::open_with_options(location, LocalStoreOptions::default()).await
+    }
+
+    /// Opens a store with explicit options.
+    pub async fn open_with_options(location: &str, options: LocalStoreOptions) -> Result<Self> {
+        Ok(Self::on_storage(Storage::open(location)?, options))
+    }
+
+    /// A store whose durable write steps pass `faults` first (crash tests).
+    pub fn open_with_faults(
+        location: &str,
+        options: LocalStoreOptions,
+        faults: Arc<FaultInjector>,
+    ) -> Result<Self> {
+        Ok(Self::on_storage(
+            Storage::open(location)?.with_faults(faults),
+            options,
+        ))
+    }
+
+    fn on_storage(storage: Storage, options: LocalStoreOptions) -> Self {
+        Self {
+            storage,
+            options,
+            writer: Mutex::new(WriterState::default()),
+        }
+    }
+
+    /// The storage root.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Store options.
+    pub fn options(&self) -> &LocalStoreOptions {
+        &self.options
+    }
+
+    async fn put_json(&self, path: &str, json: Vec<u8>) -> Result<()> {
+        self.storage.put_atomic(path, Bytes::from(json)).await
+    }
+
+    /// Whether a database exists.
+    pub async fn database_exists(&self, name: &str) -> Result<bool> {
+        validate_name("database", name)?;
+        Ok(self
+            .storage
+            .read_optional(&layout::database_node(name))
+            .await?
+            .is_some())
+    }
+
+    /// Table names of a database.
+    pub async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
+        if !self.database_exists(database).await? {
+            return Err(Error::not_found(format!(
+                "database '{database}' does not exist"
+            )));
+        }
+        let names = match self.storage.list_dir(&layout::tables_dir(database)).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(names
+            .into_iter()
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
+            .collect())
+    }
+
+    async fn load_table(&self, path: &TablePath) -> Result<FlussTable> {
+        validate_name("database", path.database())?;
+        validate_name("table", path.table())?;
+        let node = layout::table_node(path);
+        let bytes = self
+            .storage
+            .read_optional(&node)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("table '{path}' does not exist")))?;
+        if bytes.is_empty() {
+            // The coordinator creates the znode empty, then fills it: half-created.
+            return Err(Error::not_found(format!(
+                "table '{path}' is still being created"
+            )));
+        }
+        let reg: TableRegistration = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::from(e).with_context("file", &node))?;
+        let mut history = SchemaHistory::default();
+        let schemas_dir = layout::schemas_dir(path);
+        for name in self.storage.list_dir(&schemas_dir).await? {
+            let Some(id) = name
+                .strip_suffix(".json")
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let file = format!("{schemas_dir}/{name}");
+            let bytes = self.storage.read(&file).await?;
+            let value: serde_json::Value = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::from(e).with_context("file", &file))?;
+            let schema = Schema::deserialize_json(&value).map_err(|e| {
+                Error::data_invalid("schema JSON is not a valid Fluss schema")
+                    .with_context("file", &file)
+                    .with_source(e)
+            })?;
+            history
+                .insert(SchemaVersion::new(id, schema).map_err(|e| e.with_context("file", &file))?);
+        }
+        let latest = history.latest().map_err(|e| {
+            e.with_context("table", path.to_string())
+                .with_context("dir", &schemas_dir)
+        })?;
+        let info = TableInfo::new(
+            path.clone(),
+            reg.table_id,
+            latest.id,
+            latest.schema.clone(),
+            reg.bucket_key.clone(),
+            reg.partition_key.clone().into(),
+            reg.bucket_count,
+            to_hash(&reg.properties),
+            to_hash(&reg.custom_properties),
+            reg.comment.clone(),
+            reg.created_time,
+            reg.modified_time,
+        );
+        let table = FlussTable {
+            path: path.clone(),
+            info,
+            schemas: Arc::new(history),
+        };
+        table.validate().map_err(|e| {
+            e.with_context("table", path.to_string())
+                .with_context("file", &node)
+        })?;
+        Ok(table)
+    }
+
+    /// Partitions of a table, by name.
+    async fn load_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
+        let dir = layout::partitions_dir(&table.path);
+        let names = match self.storage.list_dir(&dir).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut partitions = Vec::new();
+        for name in names {
+            let Some(partition_name) = name.strip_suffix(".json") else {
+                continue;
+            };
+            let file = format!("{dir}/{name}");
+            let bytes = self.storage.read(&file).await?;
+            let reg: PartitionRegistration = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::from(e).with_context("file", &file))?;
+            let spec = ResolvedPartitionSpec::from_partition_name(
+                table.info.get_partition_keys().clone(),
+                partition_name,
+            );
+            partitions.push(PartitionInfo::new(reg.partition_id, spec));
+        }
+        partitions.sort_by_key(|p| p.get_partition_id());
+        Ok(partitions)
+    }
+
+    /// The directory of a bucket's log.
+    pub fn bucket_dir(&self, table: &FlussTable, bucket: &BucketLocation) -> String {
+        layout::bucket_dir(
+            &table.path,
+            table.table_id(),
+            bucket
+                .partition
+                .as_ref()
+                .map(|(id, name)| (name.as_str(), *id)),
+            bucket.bucket,
+        )
+    }
+
+    /// Every bucket of a table: per partition for partitioned tables.
+    pub async fn buckets(&self, table: &FlussTable) -> Result<Vec<BucketLocation>> {
+        let n = table.info.get_num_buckets();
+        if !table.info.is_partitioned() {
+            return Ok((0..n)
+                .map(|bucket| BucketLocation {
+                    partition: None,
+                    bucket,
+                })
+                .collect());
+        }
+        let mut out = Vec::new();
+        for p in self.load_partitions(table).await? {
+            for bucket in 0..n {
+                out.push(BucketLocation {
+                    partition: Some((p.get_partition_id(), p.get_partition_name())),
+                    bucket,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The registered lake snapshots of a table (`laketable` znode).
+    pub async fn lake_table(&self, table_id: i64) -> Result<LakeTable> {
+        let node = layout::lake_table_node(table_id);
+        match self.storage.read_optional(&node).await? {
+            Some(bytes) => LakeTable::from_json(&bytes).map_err(|e| e.with_context("file", &node)),
+            None => Ok(LakeTable::default()),
+        }
+    }
+
+    /// Reads an offsets file (relative to the root, or absolute).
+    pub async fn read_offsets_file(&self, path: &str) -> Result<TableBucketOffsets> {
+        let bytes = self.storage.read(path).await?;
+        TableBucketOffsets::from_json(&bytes).map_err(|e| e.with_context("file", path))
+    }
+
+    /// The lake snapshot tiered most recently (readable or not) and its offsets.
+    pub async fn latest_tiered_snapshot(
+        &self,
+        table: &FlussTable,
+    ) -> Result<Option<ReadableSnapshot>> {
+        let lake = self.lake_table(table.table_id()).await?;
+        if let Some(entry) = lake.latest() {
+            let offsets = self.read_offsets_file(&entry.tiered_offsets).await?;
+            return Ok(Some(ReadableSnapshot {
+                snapshot_id: entry.snapshot_id,
+                offsets,
+            }));
+        }
+        Ok(legacy_snapshot(&lake, table.table_id()))
+    }
+
+    /// Earliest offset and high watermark of each bucket, as readers may see them: a
+    /// bucket written by a statement in progress (or interrupted) ends where that
+    /// statement found it.
+    async fn visible_offsets(
+        &self,
+        table: &FlussTable,
+        buckets: &[BucketLocation],
+    ) -> Result<Vec<BucketOffsets>> {
+        let lookups: Vec<_> = buckets
+            .iter()
+            .map(|bucket| {
+                let dir = self.bucket_dir(table, bucket);
+                async move { bucket_offsets(&self.storage, &dir).await }
+            })
+            .collect();
+        // Every bucket at once: each lookup is a listing and a size (a round trip on
+        // object stores), and planning waits for all of them.
+        let ends: Vec<(i64, i64)> = futures::stream::iter(lookups)
+            .buffered(CONCURRENT_OFFSET_LOOKUPS)
+            .try_collect()
+            .await
+            .map_err(|e| e.with_context("table", table.path.to_string()))?;
+        // Read after the ends: a statement that starts in between is capped, and one
+        // that committed in between is visible where its batches were seen.
+        let intent = self.read_intent(table.table_id()).await?;
+        Ok(buckets
+            .iter()
+            .zip(ends)
+            .map(|(bucket, (earliest, end))| {
+                let cap = intent.as_ref().and_then(|i| i.start_offset(bucket));
+                BucketOffsets {
+                    earliest,
+                    high_watermark: cap.map_or(end, |c| end.min(c).max(earliest)),
+                }
+            })
+            .collect())
+    }
+}
+
+fn legacy_snapshot(lake: &LakeTable, table_id: i64) -> Option<ReadableSnapshot> {
+    lake.legacy.as_ref().map(|legacy| {
+        let mut offsets = TableBucketOffsets::new(table_id);
+        for (partition, bucket, offset) in &legacy.buckets {
+            offsets.set(*partition, *bucket, *offset);
+        }
+        ReadableSnapshot {
+            snapshot_id: legacy.snapshot_id,
+            offsets,
+        }
+    })
+}
+
+#[async_trait]
+impl FlussSource for LocalStore {
+    fn name(&self) -> String {
+        self.storage.display_root().to_string()
+    }
+
+    async fn list_databases(&self) -> Result<Vec<String>> {
+        let names = match self.storage.list_dir(&layout::databases_dir()).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(names
+            .into_iter()
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
+            .collect())
+    }
+
+    async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
+        LocalStore::list_tables(self, database).await
+    }
+
+    async fn get_table(&self, path: &TablePath) -> Result<FlussTable> {
+        self.load_table(path).await
+    }
+
+    async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
+        self.load_partitions(table).await
+    }
+
+    async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>> {
+        let lake = self.lake_table(table.table_id()).await?;
+        if let Some(entry) = lake.latest_readable() {
+            let path = entry
+                .readable_offsets
+                .as_deref()
+                .unwrap_or(&entry.tiered_offsets);
+            let offsets = self.read_offsets_file(path).await?;
+            offsets
+                .check_table(table.table_id(), table.info.get_num_buckets())
+                .map_err(|e| {
+                    e.with_context("table", table.path.to_string())
+                        .with_context("file", path)
+                })?;
+            return Ok(Some(ReadableSnapshot {
+                snapshot_id: entry.snapshot_id,
+                offsets,
+            }));
+        }
+        Ok(legacy_snapshot(&lake, table.table_id()))
+    }
+
+    async fn bucket_offsets(
+        &self,
+        table: &FlussTable,
+        buckets: &[BucketLocation],
+    ) -> Result<Vec<BucketOffsets>> {
+        self.visible_offsets(table, buckets).await
+    }
+
+    async fn read_log(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+        range: LogRange,
+        options: LogReadOptions,
+    ) -> Result<BoxStream<'static, Result<ChangelogBatch>>> {
+        let options = LogReadOptions {
+            verify_crc: options.verify_crc || self.options.verify_crc,
+            ..options
+        };
+        let reader = BucketLogReader::new(
+            self.storage.clone(),
+            self.bucket_dir(table, bucket),
+            range,
+            table.schemas.clone(),
+            table.schemas.latest()?,
+            options,
+        )?;
+        let table_name = table.path.to_string();
+        let bucket_id = bucket.bucket;
+        let stream = futures::stream::try_unfold(reader, move |mut reader| {
+            let table_name = table_name.clone();
+            async move {
+                let next = reader.next_batch().await.map_err(|e| {
+                    e.with_context("table", table_name)
+                        .with_context("bucket", bucket_id)
+                })?;
+                Ok(next.map(|b| (b, reader)))
+            }
+        });
+        Ok(Box::pin(stream))
+    }
+}
