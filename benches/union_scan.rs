@@ -23,8 +23,8 @@ use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
-use fluss_datafusion::alloc::PeakTrackingAllocator;
-use fluss_datafusion::lake::paimon::PaimonLake;
+use fluss_alloc::PeakTrackingAllocator;
+use fluss_datafusion::lake::LakeScanRequest;
 use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::provider::FlussCatalog;
 use fluss_datafusion::source::{FlussSource, LocalStore};
@@ -182,19 +182,20 @@ async fn bench_log_vs_listing(
     tier(&store, &path).await.unwrap();
     // the same parquet files as a ListingTable
     let table = store.get_table(&path).await.unwrap();
-    let lake = PaimonLake::for_table(store.storage(), &table).unwrap();
-    let pinned = lake.table("db", "events").await.unwrap().unwrap();
     let snapshot = store.readable_lake_snapshot(&table).await.unwrap().unwrap();
-    let plan = fluss_datafusion::lake::paimon_scan::plan_snapshot(
-        fluss_datafusion::lake::paimon_scan::pin_snapshot(&pinned, snapshot.snapshot_id)
-            .await
-            .unwrap(),
-        snapshot.snapshot_id,
-        None,
-        false,
-    )
-    .await
-    .unwrap();
+    let location = store.lake_location(&table).await.unwrap();
+    let lake = fluss_datafusion::lake::open(&location, &table)
+        .await
+        .unwrap()
+        .unwrap();
+    let plan = lake
+        .plan(&LakeScanRequest {
+            snapshot_id: snapshot.snapshot_id,
+            filter: None,
+            primary_key: false,
+        })
+        .await
+        .unwrap();
     let urls: Vec<ListingTableUrl> = plan
         .splits
         .iter()

@@ -103,6 +103,54 @@ impl Error {
         &self.message
     }
 
+    /// Takes this crate's error back out of a DataFusion error that carries it (see
+    /// [`Error::find_in`]); where it is shared, a copy with its kind, message and
+    /// context; `Err` gives the DataFusion error back when it carries none.
+    pub fn take_from(e: DataFusionError) -> std::result::Result<Error, DataFusionError> {
+        match e {
+            DataFusionError::External(inner) => match inner.downcast::<Error>() {
+                Ok(ours) => Ok(*ours),
+                Err(other) => Err(DataFusionError::External(other)),
+            },
+            DataFusionError::Context(c, inner) => {
+                Self::take_from(*inner).map_err(|e| DataFusionError::Context(c, Box::new(e)))
+            }
+            DataFusionError::Diagnostic(d, inner) => {
+                Self::take_from(*inner).map_err(|e| DataFusionError::Diagnostic(d, Box::new(e)))
+            }
+            e => match Self::find_in(&e) {
+                Some(ours) => Ok(Error {
+                    kind: ours.kind,
+                    message: ours.message.clone(),
+                    context: ours.context.clone(),
+                    source: ours.source.as_ref().map(|s| s.to_string().into()),
+                }),
+                None => Err(e),
+            },
+        }
+    }
+
+    /// This crate's error carried inside a DataFusion error (through `External`,
+    /// contexts, shared and collected errors), if there is one.
+    pub fn find_in(e: &DataFusionError) -> Option<&Error> {
+        match e {
+            DataFusionError::External(inner) => inner.downcast_ref::<Error>(),
+            DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+                Self::find_in(inner)
+            }
+            DataFusionError::Shared(inner) => Self::find_in(inner),
+            DataFusionError::Collection(errors) => errors.first().and_then(Self::find_in),
+            DataFusionError::ArrowError(inner, _) => match inner.as_ref() {
+                datafusion::arrow::error::ArrowError::ExternalError(e) => e
+                    .downcast_ref::<DataFusionError>()
+                    .and_then(Self::find_in)
+                    .or_else(|| e.downcast_ref::<Error>()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The value of a context key, if set (the last one wins).
     pub fn context_value(&self, key: &str) -> Option<&str> {
         self.context
@@ -214,28 +262,21 @@ impl From<paimon::Error> for Error {
 
 impl From<DataFusionError> for Error {
     fn from(e: DataFusionError) -> Self {
-        match e {
-            DataFusionError::ResourcesExhausted(m) => Error::new(ErrorKind::ResourcesExhausted, m),
-            DataFusionError::External(inner) => match inner.downcast::<Error>() {
-                Ok(ours) => *ours,
-                Err(other) => {
-                    Error::new(ErrorKind::Internal, "query engine error").with_source(other)
-                }
-            },
-            e => Error::new(ErrorKind::Internal, "query engine error").with_source(e),
+        match Error::take_from(e) {
+            Ok(ours) => ours,
+            Err(DataFusionError::ResourcesExhausted(m)) => {
+                Error::new(ErrorKind::ResourcesExhausted, m)
+            }
+            Err(e) => Error::new(ErrorKind::Internal, "query engine error").with_source(e),
         }
     }
 }
 
+/// Our errors cross into DataFusion whole, kind and context intact, and are taken
+/// back out by downcasting ([`Error::from_datafusion`]), never by parsing messages.
 impl From<Error> for DataFusionError {
     fn from(e: Error) -> Self {
-        match e.kind {
-            ErrorKind::InvalidInput | ErrorKind::NotFound | ErrorKind::AlreadyExists => {
-                DataFusionError::Plan(e.to_string())
-            }
-            ErrorKind::FeatureUnsupported => DataFusionError::NotImplemented(e.to_string()),
-            _ => DataFusionError::External(Box::new(e)),
-        }
+        DataFusionError::External(Box::new(e))
     }
 }
 

@@ -42,7 +42,6 @@
 
 #![warn(missing_docs)]
 
-pub mod alloc;
 pub mod error;
 pub mod lake;
 pub mod log;
@@ -54,8 +53,9 @@ pub mod union;
 /// SQL over a LocalStore: DDL, DML, `CALL tier`, output formats ([`sql::FlussSession`]).
 pub mod sql;
 
-/// A TPC-H-shaped demo dataset for the LocalStore (`fluss-sql --demo`).
-pub mod demo;
+#[cfg(any(fuzzing, test))]
+#[doc(hidden)]
+pub mod fuzz;
 
 pub use error::{Error, ErrorKind, Result};
 pub use lake::tiering::tier;

@@ -173,14 +173,13 @@ async fn concurrent_tiering_never_doubles_rows() {
 async fn a_writer_that_cannot_get_the_lock_names_its_holder() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap();
-    let holder = LocalStore::open(root).await.unwrap();
-    let session = FlussSession::new(Arc::new(holder)).await.unwrap();
+    let holder = Arc::new(LocalStore::open(root).await.unwrap());
+    let session = FlussSession::new(holder.clone()).await.unwrap();
     session
         .execute("CREATE TABLE t (id BIGINT) WITH ('bucket.num' = '1')")
         .await
         .unwrap();
-    let held = session
-        .store()
+    let held = holder
         .storage()
         .lock_writer(Duration::from_secs(1))
         .await

@@ -1,6 +1,6 @@
 //! Integration tests of the Fluss log batch codec (`src/log`) and segment files.
 //!
-//! The byte layout checked here is `reference/fluss-formats.md` §1: little-endian header,
+//! The byte layout checked here is `docs/reference/fluss-formats.md` §1: little-endian header,
 //! CRC-32C from `SchemaId` to the end, V0/V1/V2 header sizes 48/52/56, change-type vector
 //! after the statistics, one Arrow IPC record-batch message last.
 

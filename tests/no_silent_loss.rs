@@ -556,7 +556,7 @@ async fn a_primary_key_write_or_fold_over_the_memory_limit_fails_labelled_and_ch
     big.execute("INSERT INTO pk SELECT value, repeat('x', 100) FROM generate_series(1, 200000)")
         .await
         .unwrap();
-    let store = big.store().clone();
+    let store = big.source().clone();
     let small = FlussSession::with_options(
         store,
         fluss_datafusion::sql::SessionOptions {

@@ -1,6 +1,6 @@
 //! Moves record batches between arrow 59 (DataFusion, fluss-rs) and arrow 58 (the
 //! paimon crate) without copying, through the Arrow C Data Interface: both versions
-//! share the same `#[repr(C)]` structs (`reference/lake-crates.md` §4).
+//! share the same `#[repr(C)]` structs (`docs/reference/lake-crates.md` §4).
 
 use std::sync::Arc;
 

@@ -1,12 +1,42 @@
-//! Lake formats: reading and writing the tiered snapshot of a Fluss table.
+//! Lake formats: the tiered snapshot of a Fluss table, behind one trait.
 //!
-//! Paimon is supported through the `paimon` crate (arrow 58, bridged zero-copy by
-//! [`arrow_bridge`]); tiering of the LocalStore's log into the lake is in [`tiering`].
+//! ```text
+//!  FlussSource::lake_location(table) ──> LakeLocation (format, warehouse, options)
+//!                                              │ open()
+//!                                              v
+//!                                  dyn LakeTable  (paimon::PaimonLakeTable, ...)
+//!        plan(snapshot, filter) ──> LakePlan { LakeSplit { files, Parquet | MergeOnRead } }
+//!        read(merge tasks)      ──> arrow-59 batches (the format's merge reader)
+//!        snapshots()            ──> `t$lake$snapshots`
+//! ```
+//!
+//! The provider never names a format: plain data files go to DataFusion's parquet
+//! source, merge-on-read tasks back to the [`LakeTable`] that planned them. Paimon is
+//! read with the `paimon` crate (arrow 58, bridged zero-copy by `arrow_bridge`);
+//! tiering the LocalStore's log into the lake is in [`tiering`].
 
-pub mod arrow_bridge;
+pub(crate) mod arrow_bridge;
 pub mod paimon;
-pub mod paimon_scan;
+mod plan;
 pub mod tiering;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use fluss::metadata::DataLakeFormat;
+use futures::stream::BoxStream;
+use object_store::ObjectStore;
+
+pub use self::plan::{
+    ColumnMapping, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask,
+};
+use crate::error::{Error, Result};
+use crate::source::FlussTable;
+use crate::storage::redact;
 
 /// Commit user of every snapshot written by Fluss tiering
 /// (`LakeTieringFactory.FLUSS_LAKE_TIERING_COMMIT_USER`).
@@ -18,3 +48,192 @@ pub const FLUSS_OFFSETS_PROPERTY: &str = "fluss-offsets";
 
 /// Legacy system columns some lake tables carry; the union table hides them.
 pub const LEGACY_SYSTEM_COLUMNS: [&str; 3] = ["__bucket", "__offset", "__timestamp"];
+
+/// A lake format Fluss tiers to (`table.datalake.format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LakeFormat {
+    /// Apache Paimon.
+    Paimon,
+    /// Apache Iceberg.
+    Iceberg,
+    /// Lance.
+    Lance,
+}
+
+impl LakeFormat {
+    /// The format of a table's `table.datalake.format`.
+    pub fn of(format: &DataLakeFormat) -> Self {
+        match format {
+            DataLakeFormat::Paimon => Self::Paimon,
+            DataLakeFormat::Iceberg => Self::Iceberg,
+            DataLakeFormat::Lance => Self::Lance,
+        }
+    }
+
+    /// Its name in table properties (`table.datalake.<name>.*`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Paimon => "paimon",
+            Self::Iceberg => "iceberg",
+            Self::Lance => "lance",
+        }
+    }
+}
+
+/// Where a table's lake lives, as its source resolves it (from the table's
+/// `table.datalake.<format>.*` properties and the source's own options).
+#[derive(Clone)]
+pub struct LakeLocation {
+    /// The lake format.
+    pub format: LakeFormat,
+    /// The warehouse: an absolute path or URL.
+    pub warehouse: String,
+    /// Catalog and storage options (`table.datalake.<format>.*` without the prefix,
+    /// plus the source's). They may hold credentials: never shown.
+    pub options: HashMap<String, String>,
+    /// The object store the lake's data files are read through, when the source has
+    /// one ready (local files need none).
+    pub object_store: Option<Arc<dyn ObjectStore>>,
+}
+
+impl fmt::Debug for LakeLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut keys: Vec<&String> = self.options.keys().collect();
+        keys.sort();
+        f.debug_struct("LakeLocation")
+            .field("format", &self.format)
+            .field("warehouse", &redact(&self.warehouse))
+            .field("option_keys", &keys)
+            .finish()
+    }
+}
+
+/// One snapshot of a lake table, with what Fluss tiering recorded in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LakeSnapshot {
+    /// Snapshot id.
+    pub snapshot_id: i64,
+    /// Schema id it was written with.
+    pub schema_id: i64,
+    /// Commit user (`__fluss_lake_tiering` for tiering).
+    pub commit_user: String,
+    /// Commit kind (APPEND, COMPACT, OVERWRITE, ...).
+    pub commit_kind: String,
+    /// Commit time, epoch milliseconds.
+    pub commit_time_millis: i64,
+    /// Rows in the snapshot, if the format records it.
+    pub total_record_count: Option<i64>,
+    /// The `fluss-offsets` property: the tiered offsets file.
+    pub fluss_offsets: Option<String>,
+}
+
+/// One lake table: plans its snapshots and reads what only it can read.
+///
+/// Implementations hold the format crate's table; plans and tasks are plain values
+/// ([`LakePlan`]), so the provider reads plain files itself.
+#[async_trait]
+pub trait LakeTable: fmt::Debug + Send + Sync {
+    /// The format's name (`paimon`), for EXPLAIN and errors.
+    fn format_name(&self) -> &'static str;
+
+    /// Checks that the lake table can serve the Fluss schema: every Fluss column
+    /// exists in it.
+    fn check_schema(&self, fluss: &SchemaRef) -> Result<()>;
+
+    /// Plans the files of a snapshot: metadata only, pruned by the request's filter.
+    async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan>;
+
+    /// Reads merge-on-read tasks of a snapshot, projected to `columns` (lake column
+    /// names), as arrow-59 batches in the lake's types.
+    async fn read(
+        &self,
+        snapshot_id: i64,
+        tasks: Vec<MergeTask>,
+        columns: Vec<String>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>>;
+
+    /// The table's snapshots, oldest first.
+    async fn snapshots(&self) -> Result<Vec<LakeSnapshot>>;
+}
+
+/// Opens the lake table of `table` at `location`; `None` when it does not exist yet
+/// (nothing was tiered).
+pub async fn open(
+    location: &LakeLocation,
+    table: &FlussTable,
+) -> Result<Option<Arc<dyn LakeTable>>> {
+    match location.format {
+        LakeFormat::Paimon => Ok(paimon::PaimonLakeTable::open(location, table)
+            .await?
+            .map(|t| Arc::new(t) as Arc<dyn LakeTable>)),
+        other => Err(Error::unsupported(format!(
+            "lake format {} is not supported yet (paimon is)",
+            other.name()
+        ))
+        .with_context("table", table.path.to_string())),
+    }
+}
+
+/// A lake table and its plan of one snapshot.
+type PlannedLake = (Arc<dyn LakeTable>, LakePlan);
+
+/// Plans of immutable snapshots and the lake tables that made them, keyed by
+/// location, table, snapshot and filter: a snapshot never changes once committed.
+static PLANS: LazyLock<Mutex<HashMap<String, PlannedLake>>> = LazyLock::new(Default::default);
+
+/// Most plans kept; the cache is emptied when it would grow past this.
+const PLAN_CACHE_ENTRIES: usize = 128;
+
+/// The plan of `request` on the lake table of `table`, and the table (for its
+/// merge-on-read tasks): opened, its schema checked against `fluss`, and planned, or
+/// taken from the plans made before in this process.
+pub async fn plan_snapshot(
+    location: &LakeLocation,
+    table: &FlussTable,
+    fluss: &SchemaRef,
+    request: &LakeScanRequest,
+) -> Result<(Arc<dyn LakeTable>, LakePlan)> {
+    let name = table.path.to_string();
+    let key = format!(
+        "{:?}|{}|{name}|{}|{:?}|{}",
+        location.format,
+        location.warehouse,
+        request.snapshot_id,
+        request.filter,
+        request.primary_key
+    );
+    if let Some(hit) = PLANS.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(hit);
+    }
+    let lake = open(location, table).await?.ok_or_else(|| {
+        Error::not_found("the table's lake snapshot is registered but the lake table is missing")
+            .with_context("table", &name)
+            .with_context("snapshot", request.snapshot_id)
+    })?;
+    lake.check_schema(fluss)
+        .map_err(|e| e.with_context("table", &name))?;
+    let plan = lake
+        .plan(request)
+        .await
+        .map_err(|e| e.with_context("table", &name))?;
+    if let Ok(mut cache) = PLANS.lock() {
+        if cache.len() >= PLAN_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(key, (lake.clone(), plan.clone()));
+    }
+    Ok((lake, plan))
+}
+
+/// Options of the lake catalog from table properties (`table.datalake.<fmt>.*`,
+/// prefix stripped), as Fluss's readers build them.
+pub fn lake_catalog_properties(
+    properties: &HashMap<String, String>,
+    format: &str,
+) -> HashMap<String, String> {
+    let prefix = format!("table.datalake.{format}.");
+    properties
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|k| (k.to_string(), v.clone())))
+        .collect()
+}

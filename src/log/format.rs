@@ -1,7 +1,7 @@
 //! Byte layout of a Fluss log record batch header (magic V0, V1, V2).
 //!
 //! Source: apache/fluss `fluss-common/.../record/LogRecordBatchFormat.java`; the offsets
-//! are summarised in `reference/fluss-formats.md` §1.3. Every integer is little-endian.
+//! are summarised in `docs/reference/fluss-formats.md` §1.3. Every integer is little-endian.
 //!
 //! ```text
 //!  field            V0  V1  V2

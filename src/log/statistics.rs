@@ -1,7 +1,7 @@
 //! The V1 statistics block: per-column null counts and min/max bounds of one batch.
 //!
 //! Binary layout (apache/fluss `LogRecordBatchStatisticsWriter.java`,
-//! `LogRecordBatchStatisticsParser.java`; `reference/fluss-formats.md` §1.6), little-endian:
+//! `LogRecordBatchStatisticsParser.java`; `docs/reference/fluss-formats.md` §1.6), little-endian:
 //!
 //! ```text
 //! u8 version = 1 | i16 N | N x i16 column index | N x i32 null count

@@ -20,38 +20,35 @@ use fluss::metadata::TablePath;
 
 use super::blocking::block_on;
 use super::changelog::ChangelogTableProvider;
+use super::lake_snapshots::lake_snapshots_table;
 use super::table::{FlussTableProvider, ReadMode};
 use crate::error::ErrorKind;
-use crate::source::{FlussSource, LocalStore};
+use crate::source::FlussSource;
+use crate::source::layout::validate_name;
 
 /// Tables registered through DataFusion, by (database, table): not stored in Fluss.
 type SessionTables = Arc<RwLock<HashMap<(String, String), Arc<dyn TableProvider>>>>;
 
-/// The catalog of one Fluss source (register it as `fluss`).
+/// The catalog of one Fluss source (register it as `fluss`): a LocalStore, or any
+/// other [`FlussSource`].
 #[derive(Debug, Clone)]
 pub struct FlussCatalog {
     source: Arc<dyn FlussSource>,
-    store: Option<Arc<LocalStore>>,
     session_tables: SessionTables,
 }
 
 impl FlussCatalog {
-    /// A catalog over a LocalStore (reads, lake reads and writes).
-    pub fn new(store: Arc<LocalStore>) -> Self {
+    /// The catalog of `source`.
+    pub fn new(source: Arc<dyn FlussSource>) -> Self {
         Self {
-            source: store.clone(),
-            store: Some(store),
+            source,
             session_tables: Default::default(),
         }
     }
 
-    /// A read-only catalog over any source.
-    pub fn from_source(source: Arc<dyn FlussSource>) -> Self {
-        Self {
-            source,
-            store: None,
-            session_tables: Default::default(),
-        }
+    /// The source the catalog reads.
+    pub fn source(&self) -> &Arc<dyn FlussSource> {
+        &self.source
     }
 }
 
@@ -68,7 +65,6 @@ impl CatalogProvider for FlussCatalog {
         // Tables of a database that does not exist are simply not found.
         Some(Arc::new(FlussSchema {
             source: self.source.clone(),
-            store: self.store.clone(),
             database: name.to_string(),
             session_tables: self.session_tables.clone(),
         }))
@@ -79,7 +75,6 @@ impl CatalogProvider for FlussCatalog {
 #[derive(Debug, Clone)]
 pub struct FlussSchema {
     source: Arc<dyn FlussSource>,
-    store: Option<Arc<LocalStore>>,
     database: String,
     session_tables: SessionTables,
 }
@@ -105,12 +100,17 @@ impl FlussSchema {
             Some((b, s)) => (b, Some(s)),
             None => (name, None),
         };
+        // A name Fluss could not have is no Fluss table (DataFusion may still resolve
+        // it, e.g. as a file URL).
+        if validate_name("database", &self.database).is_err()
+            || validate_name("table", base).is_err()
+        {
+            return Ok(None);
+        }
         let path = TablePath::new(self.database.as_str(), base);
         let table = match self.source.get_table(&path).await {
             Ok(t) => t,
-            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
-                return Ok(None);
-            }
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         let mode = match suffix {
@@ -121,10 +121,8 @@ impl FlussSchema {
                 return Ok(Some(Arc::new(provider)));
             }
             Some("lake$snapshots") => {
-                let store = self.store.as_ref().ok_or_else(|| {
-                    DataFusionError::Plan("lake snapshots need the table's store".to_string())
-                })?;
-                return Ok(Some(lake_snapshots_table(store, &table).await?));
+                let provider = lake_snapshots_table(self.source.as_ref(), &table).await?;
+                return Ok(Some(provider));
             }
             Some(other) => {
                 return Err(DataFusionError::Plan(format!(
@@ -137,10 +135,7 @@ impl FlussSchema {
                 "table {path} has no lake ('table.datalake.enabled' is not true)"
             )));
         }
-        let mut provider = FlussTableProvider::new(self.source.clone(), table, mode)?;
-        if let Some(store) = &self.store {
-            provider = provider.with_store(store.clone());
-        }
+        let provider = FlussTableProvider::new(self.source.clone(), table, mode)?;
         Ok(Some(Arc::new(provider)))
     }
 }
@@ -203,93 +198,4 @@ impl SchemaProvider for FlussSchema {
             .map_err(|_| DataFusionError::Internal("session tables lock poisoned".into()))?;
         Ok(tables.remove(&(self.database.clone(), name.to_string())))
     }
-}
-
-/// `t$lake$snapshots`: the lake table's snapshots with their Fluss tiering metadata.
-async fn lake_snapshots_table(
-    store: &Arc<LocalStore>,
-    table: &crate::source::FlussTable,
-) -> DfResult<Arc<dyn TableProvider>> {
-    use datafusion::arrow::array::{
-        Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
-    };
-    use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-    let lake = crate::lake::paimon::PaimonLake::for_table(store.storage(), table)?;
-    let snapshots = match lake
-        .table(table.path.database(), table.path.table())
-        .await?
-    {
-        Some(t) => t
-            .snapshot_manager()
-            .list_all()
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))?,
-        None => Vec::new(),
-    };
-    let registered = store.lake_table(table.table_id()).await?;
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("snapshot_id", DataType::Int64, false),
-        Field::new("schema_id", DataType::Int64, false),
-        Field::new("commit_user", DataType::Utf8, false),
-        Field::new("commit_kind", DataType::Utf8, false),
-        Field::new(
-            "commit_time",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            false,
-        ),
-        Field::new("total_record_count", DataType::Int64, true),
-        Field::new("fluss_offsets", DataType::Utf8, true),
-        Field::new("registered", DataType::Utf8, false),
-    ]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(Int64Array::from_iter_values(
-                snapshots.iter().map(|s| s.id()),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                snapshots.iter().map(|s| s.schema_id()),
-            )),
-            Arc::new(StringArray::from_iter_values(
-                snapshots.iter().map(|s| s.commit_user()),
-            )),
-            Arc::new(StringArray::from_iter_values(
-                snapshots
-                    .iter()
-                    .map(|s| format!("{:?}", s.commit_kind()).to_uppercase()),
-            )),
-            Arc::new(
-                TimestampMillisecondArray::from_iter_values(
-                    snapshots.iter().map(|s| s.time_millis() as i64),
-                )
-                .with_timezone("UTC"),
-            ),
-            Arc::new(Int64Array::from(
-                snapshots
-                    .iter()
-                    .map(|s| s.total_record_count())
-                    .collect::<Vec<_>>(),
-            )),
-            Arc::new(StringArray::from(
-                snapshots
-                    .iter()
-                    .map(|s| {
-                        s.properties()
-                            .and_then(|p| p.get(crate::lake::FLUSS_OFFSETS_PROPERTY).cloned())
-                    })
-                    .collect::<Vec<_>>(),
-            )),
-            Arc::new(StringArray::from_iter_values(snapshots.iter().map(|s| {
-                if registered.snapshots.iter().any(|r| r.snapshot_id == s.id()) {
-                    "yes"
-                } else {
-                    "no"
-                }
-            }))),
-        ],
-    )?;
-    Ok(Arc::new(datafusion::datasource::MemTable::try_new(
-        schema,
-        vec![vec![batch]],
-    )?))
 }

@@ -1,6 +1,6 @@
-//! Lake-side scan nodes: `FlussLakeMergeExec` reads merge-on-read Paimon splits
-//! through the paimon crate; plain parquet splits are planned as DataFusion's own
-//! parquet `DataSourceExec` ([`parquet_scan`]).
+//! Lake-side scan nodes: `FlussLakeMergeExec` reads merge-on-read tasks through the
+//! [`LakeTable`] that planned them; plain parquet splits are planned as DataFusion's
+//! own parquet `DataSourceExec` ([`parquet_scan`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,12 +24,11 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
-use futures::StreamExt;
 use futures::stream::BoxStream;
-use paimon::table::{DataSplit, Table};
+use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
-use crate::lake::paimon_scan::{LakeFile, read_merged};
+use crate::lake::{LakeFile, LakeTable, MergeTask};
 
 /// Casts a lake batch to the Fluss schema: columns by name, types cast (e.g. lake
 /// timestamps in another unit), lake-only columns (`__bucket`, ...) dropped.
@@ -67,29 +66,32 @@ pub fn to_fluss_schema(batch: &RecordBatch, target: &SchemaRef) -> Result<Record
     )?)
 }
 
-/// Reads merge-on-read splits, casting to `schema` (a projection of the Fluss schema).
+/// Reads merge-on-read tasks of a snapshot, casting to `schema` (a projection of the
+/// Fluss schema). The lake opens its reader when the stream is first polled.
 pub fn merged_stream(
-    table: &Table,
-    splits: Vec<DataSplit>,
+    lake: Arc<dyn LakeTable>,
+    snapshot_id: i64,
+    tasks: Vec<MergeTask>,
     schema: SchemaRef,
     table_name: String,
-) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+) -> BoxStream<'static, Result<RecordBatch>> {
     let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-    let stream = read_merged(table, splits, &columns)?;
-    Ok(stream
+    let name = table_name.clone();
+    futures::stream::once(async move { lake.read(snapshot_id, tasks, columns).await })
+        .try_flatten()
         .map(move |b| {
             b.and_then(|b| to_fluss_schema(&b, &schema))
-                .map_err(|e| e.with_context("table", &table_name))
+                .map_err(|e| e.with_context("table", &name))
         })
-        .boxed())
+        .boxed()
 }
 
-/// Merge-on-read lake splits, one output partition per group of splits.
+/// Merge-on-read lake tasks, one output partition per group of tasks.
 #[derive(Debug)]
 pub struct FlussLakeMergeExec {
-    table: Table,
+    lake: Arc<dyn LakeTable>,
     table_name: String,
-    groups: Vec<Vec<DataSplit>>,
+    groups: Vec<Vec<MergeTask>>,
     schema: SchemaRef,
     snapshot_id: i64,
     limit: Option<usize>,
@@ -98,18 +100,18 @@ pub struct FlussLakeMergeExec {
 }
 
 impl FlussLakeMergeExec {
-    /// A scan of `groups` of splits producing `schema`.
+    /// A scan of `groups` of tasks producing `schema`.
     pub fn new(
-        table: Table,
+        lake: Arc<dyn LakeTable>,
         table_name: String,
-        groups: Vec<Vec<DataSplit>>,
+        groups: Vec<Vec<MergeTask>>,
         schema: SchemaRef,
         snapshot_id: i64,
         limit: Option<usize>,
     ) -> Self {
         let properties = super::describe::leaf_properties(&schema, groups.len());
         Self {
-            table,
+            lake,
             table_name,
             groups,
             schema,
@@ -153,11 +155,12 @@ impl ExecutionPlan for FlussLakeMergeExec {
             futures::stream::empty().boxed()
         } else {
             merged_stream(
-                &self.table,
+                self.lake.clone(),
+                self.snapshot_id,
                 splits,
                 self.schema.clone(),
                 self.table_name.clone(),
-            )?
+            )
             .map(move |b| {
                 b.inspect(|b| rows.add(b.num_rows()))
                     .map_err(DataFusionError::from)

@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod changelog;
 pub mod describe;
 pub mod lake_exec;
+mod lake_snapshots;
 pub mod log_exec;
 pub mod pk_exec;
 pub mod table;

@@ -33,10 +33,10 @@ use datafusion::physical_plan::{
 };
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use paimon::table::{DataSplit, Table};
 
 use super::lake_exec::merged_stream;
 use crate::error::{Error, Result};
+use crate::lake::{LakeTable, MergeTask};
 use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, ChangelogFold};
@@ -59,8 +59,8 @@ pub struct PrimaryKeyBucketTask {
     /// Bucket id.
     pub bucket: i32,
     /// Lake splits of this bucket that need merging (LSM levels that overlap, delete
-    /// rows, deletion vectors), read by the paimon reader.
-    pub lake_splits: Vec<DataSplit>,
+    /// rows, deletion vectors), read by the lake format's reader.
+    pub lake_splits: Vec<MergeTask>,
     /// The bucket's raw-convertible lake splits (one sorted run, unique keys, no
     /// deletes) as one DataFusion parquet scan.
     pub lake_parquet: Option<BucketParquetScan>,
@@ -71,7 +71,7 @@ pub struct PrimaryKeyBucketTask {
 /// The raw-convertible lake splits of one bucket, planned as a parquet scan with one
 /// output partition. Their rows are the bucket's live lake rows as they are, so
 /// DataFusion's parquet reader (footer cache, row-group and page pruning) reads them
-/// instead of the paimon merge reader.
+/// instead of the lake format's merge reader.
 #[derive(Debug, Clone)]
 pub struct BucketParquetScan {
     /// A `DataSourceExec` with a single file group, producing `scan_schema`.
@@ -86,7 +86,7 @@ impl PrimaryKeyBucketTask {
     /// Rows the bucket may produce: lake rows plus tail offsets (updates and deletes
     /// make the true count smaller). Balances partitions and feeds statistics.
     pub fn estimated_rows(&self) -> u64 {
-        let merged: i64 = self.lake_splits.iter().map(DataSplit::row_count).sum();
+        let merged: i64 = self.lake_splits.iter().map(|t| t.rows).sum();
         let raw = self.lake_parquet.as_ref().map_or(0, |p| p.rows);
         merged.max(0) as u64 + raw + self.tail.as_ref().map_or(0, |c| c.range.offsets())
     }
@@ -105,7 +105,7 @@ pub struct PrimaryKeyMergeInputs {
     /// The Fluss table.
     pub table: FlussTable,
     /// The lake table and pinned snapshot id, if anything was tiered.
-    pub lake: Option<(Table, i64)>,
+    pub lake: Option<(Arc<dyn LakeTable>, i64)>,
     /// Table columns read: the projection plus the key columns.
     pub scan_columns: Vec<usize>,
     /// The table schema projected to `scan_columns`.
@@ -353,7 +353,7 @@ impl BucketMerge {
         let inputs = &self.inputs;
         let fold = Arc::new(fold);
         // the bucket's lake rows: raw splits through DataFusion's parquet reader, the
-        // rest through the paimon merge reader (their key ranges do not overlap)
+        // rest through the lake format's merge reader (their key ranges do not overlap)
         let raw_stream = match &task.lake_parquet {
             Some(scan) => scan
                 .plan
@@ -363,12 +363,13 @@ impl BucketMerge {
             None => futures::stream::empty().boxed(),
         };
         let merged = match (&inputs.lake, task.lake_splits.is_empty()) {
-            (Some((lake_table, _)), false) => merged_stream(
-                lake_table,
+            (Some((lake, snapshot_id)), false) => merged_stream(
+                lake.clone(),
+                *snapshot_id,
                 task.lake_splits,
                 inputs.scan_schema.clone(),
                 inputs.table.path.to_string(),
-            )?,
+            ),
             _ => futures::stream::empty().boxed(),
         };
         // lake rows not overridden by the tail

@@ -38,18 +38,17 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::scalar::ScalarValue;
 
-use super::lake_exec::{FlussLakeMergeExec, parquet_bucket_scan, parquet_scan};
+use super::lake_exec::{FlussLakeMergeExec, object_location, parquet_bucket_scan, parquet_scan};
 use super::log_exec::FlussLogScanExec;
 use super::pk_exec::{
     BucketParquetScan, FlussPrimaryKeyScanExec, PrimaryKeyBucketTask, PrimaryKeyMergeInputs,
 };
 use crate::error::{Error, Result};
-use crate::lake::paimon::PaimonLake;
-use crate::lake::paimon_scan::{
-    LakeFile, LakeRead, LakeSplit, PaimonSnapshotPlan, pin_snapshot, plan_snapshot,
-    to_paimon_predicate,
+use crate::lake::{
+    LakeFile, LakeLocation, LakePlan, LakeScanRequest, LakeSplit, LakeTable, MergeTask,
 };
-use crate::source::{FlussSource, FlussTable, LocalStore};
+use crate::source::{FlussSource, FlussTable};
+use crate::union::filters::{KeyColumns, PlacedFilters, lake_predicate, place};
 use crate::union::{UnionCut, plan_cut};
 
 /// Decides from a partition name whether the partition can hold matching rows.
@@ -68,10 +67,15 @@ pub enum ReadMode {
 #[derive(Debug, Clone)]
 pub struct FlussTableProvider {
     source: Arc<dyn FlussSource>,
-    store: Option<Arc<LocalStore>>,
     table: FlussTable,
     schema: SchemaRef,
     mode: ReadMode,
+}
+
+/// The lake side of a scan: the lake table and its plan of the cut's snapshot.
+struct LakeScan {
+    lake: Arc<dyn LakeTable>,
+    plan: LakePlan,
 }
 
 impl FlussTableProvider {
@@ -80,17 +84,10 @@ impl FlussTableProvider {
         let schema = table.schemas.latest()?.arrow.clone();
         Ok(Self {
             source,
-            store: None,
             table,
             schema,
             mode,
         })
-    }
-
-    /// Enables writes (INSERT / DELETE) through a LocalStore.
-    pub fn with_store(mut self, store: Arc<LocalStore>) -> Self {
-        self.store = Some(store);
-        self
     }
 
     /// The Fluss table.
@@ -98,28 +95,18 @@ impl FlussTableProvider {
         &self.table
     }
 
-    fn partition_keys(&self) -> Vec<String> {
-        self.table.info.get_partition_keys().to_vec()
-    }
-
-    fn primary_keys(&self) -> Vec<String> {
-        self.table.info.get_primary_keys().clone()
-    }
-
-    fn only_columns(expr: &Expr, allowed: &[String]) -> bool {
-        let refs = expr.column_refs();
-        !refs.is_empty() && refs.iter().all(|c| allowed.iter().any(|a| a == &c.name))
+    fn placed(&self, filters: &[Expr]) -> PlacedFilters {
+        PlacedFilters::new(filters, &KeyColumns::of(&self.table))
     }
 
     /// Compiles the partition filters into a predicate on partition names.
-    fn partition_pruner(&self, state: &dyn Session, filters: &[Expr]) -> Result<PartitionPruner> {
-        let keys = self.partition_keys();
-        let partition_filters: Vec<Expr> = filters
-            .iter()
-            .filter(|f| Self::only_columns(f, &keys))
-            .cloned()
-            .collect();
-        let Some(predicate) = conjunction(partition_filters) else {
+    fn partition_pruner(
+        &self,
+        state: &dyn Session,
+        filters: &PlacedFilters,
+    ) -> Result<PartitionPruner> {
+        let keys = self.table.info.get_partition_keys().to_vec();
+        let Some(predicate) = conjunction(filters.partition()) else {
             return Ok(Box::new(|_| true));
         };
         let fields: Vec<_> = keys
@@ -151,72 +138,30 @@ impl FlussTableProvider {
 
     async fn plan_lake(
         &self,
+        state: &dyn Session,
         cut: &UnionCut,
-        filters: &[Expr],
+        filters: &PlacedFilters,
         keep_partition: &(dyn Fn(&str) -> bool + Send + Sync),
-    ) -> Result<Option<PaimonSnapshotPlan>> {
+    ) -> Result<Option<LakeScan>> {
         let Some(snapshot) = &cut.snapshot else {
             return Ok(None);
         };
-        let storage = self.source_storage()?;
-        let warehouse = self
-            .table
-            .info
-            .get_properties()
-            .get(crate::lake::paimon::WAREHOUSE_PROPERTY)
-            .map(|w| storage.absolute(w))
-            .unwrap_or_default();
         let name = self.table.path.to_string();
-        let is_pk = self.table.info.has_primary_key();
-        // On PK tables only key and partition filters may prune the lake (DESIGN.md).
-        let mut safe_columns = self.partition_keys();
-        if is_pk {
-            safe_columns.extend(self.primary_keys());
-        } else {
-            safe_columns = self
-                .schema
-                .fields()
-                .iter()
-                .map(|f| f.name().clone())
-                .collect();
-        }
-        let lake_filters: Vec<Expr> = filters
+        let location = self.source.lake_location(&self.table).await?;
+        register_lake_store(state, &location)?;
+        let columns: Vec<String> = self
+            .schema
+            .fields()
             .iter()
-            .filter(|f| Self::only_columns(f, &safe_columns))
-            .cloned()
+            .map(|f| f.name().clone())
             .collect();
-        // A snapshot never changes: its plan for the same filters can be reused.
-        let cache_key = format!(
-            "{}|{}|{}|{:?}",
-            warehouse, name, snapshot.snapshot_id, lake_filters
-        );
-        let mut plan = match crate::lake::paimon_scan::cached_plan(&cache_key) {
-            Some(plan) => plan,
-            None => {
-                let lake = PaimonLake::for_table(storage, &self.table)?;
-                let Some(lake_table) = lake
-                    .table(self.table.path.database(), self.table.path.table())
-                    .await?
-                else {
-                    return Err(Error::not_found(
-                        "the table's lake snapshot is registered but the lake table is missing",
-                    )
-                    .with_context("table", &name)
-                    .with_context("snapshot", snapshot.snapshot_id));
-                };
-                check_lake_schema(&lake_table, &self.schema)
-                    .map_err(|e| e.with_context("table", &name))?;
-                let pinned = pin_snapshot(&lake_table, snapshot.snapshot_id)
-                    .await
-                    .map_err(|e| e.with_context("table", &name))?;
-                let predicate = to_paimon_predicate(&pinned, &lake_filters, &safe_columns);
-                let plan = plan_snapshot(pinned, snapshot.snapshot_id, predicate, is_pk)
-                    .await
-                    .map_err(|e| e.with_context("table", &name))?;
-                crate::lake::paimon_scan::cache_plan(cache_key, &plan);
-                plan
-            }
+        let request = LakeScanRequest {
+            snapshot_id: snapshot.snapshot_id,
+            filter: lake_predicate(&filters.lake(), &columns),
+            primary_key: self.table.info.has_primary_key(),
         };
+        let (lake, mut plan) =
+            crate::lake::plan_snapshot(&location, &self.table, &self.schema, &request).await?;
         plan.splits
             .retain(|s| s.partition_name.as_deref().is_none_or(keep_partition));
         for split in &plan.splits {
@@ -227,32 +172,16 @@ impl FlussTableProvider {
                 })?;
             }
         }
-        Ok(Some(plan))
+        Ok(Some(LakeScan { lake, plan }))
     }
 
     /// The buckets that can hold rows matching `filters`, when they fix every bucket
     /// key to literal values (`k = v`, `k IN (...)`); `None` when they do not.
-    fn buckets_for_filters(&self, filters: &[Expr]) -> Result<Option<HashSet<i32>>> {
+    fn buckets_for_filters(&self, filters: &PlacedFilters) -> Result<Option<HashSet<i32>>> {
         let bucket_keys = self.table.info.get_bucket_keys().to_vec();
-        if bucket_keys.is_empty() {
-            return Ok(None);
-        }
-        let mut values: Vec<Option<Vec<ScalarValue>>> = vec![None; bucket_keys.len()];
-        for filter in filters {
-            for (key, literals) in key_literals(filter) {
-                if let Some(i) = bucket_keys.iter().position(|k| *k == key) {
-                    values[i] = Some(literals);
-                }
-            }
-        }
-        let Some(values) = values.into_iter().collect::<Option<Vec<_>>>() else {
+        let Some(values) = filters.bucket_values() else {
             return Ok(None);
         };
-        // every combination of the key values, capped to keep planning cheap
-        let combinations: usize = values.iter().map(Vec::len).product();
-        if combinations == 0 || combinations > 1024 {
-            return Ok(None);
-        }
         let mut rows: Vec<Vec<ScalarValue>> = vec![Vec::new()];
         for column in &values {
             rows = rows
@@ -297,32 +226,25 @@ impl FlussTableProvider {
         Ok(Some(assigner.assign(&batch)?.into_iter().collect()))
     }
 
-    fn source_storage(&self) -> Result<&crate::storage::Storage> {
-        self.store
-            .as_ref()
-            .map(|s| s.storage())
-            .ok_or_else(|| Error::unsupported("lake reads need the table's store root"))
-    }
-
     #[allow(clippy::too_many_arguments)]
     async fn scan_log_table(
         &self,
         state: &dyn Session,
         projection: Option<Vec<usize>>,
         output_schema: SchemaRef,
-        filters: &[Expr],
+        filters: &PlacedFilters,
         limit: Option<usize>,
         cut: UnionCut,
-        lake: Option<PaimonSnapshotPlan>,
+        lake: Option<LakeScan>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let predicate = self.physical_predicate(state, filters);
+        let predicate = self.physical_predicate(state, &filters.log());
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         let snapshot_id = cut.snapshot_id();
-        if let Some(lake) = &lake {
-            let parquet_files: Vec<_> = lake
+        if let Some(LakeScan { lake, plan }) = &lake {
+            let parquet_files: Vec<_> = plan
                 .splits
                 .iter()
-                .filter(|s| matches!(s.read, LakeRead::Parquet))
+                .filter(|s| s.merge_task().is_none())
                 .flat_map(|s| s.files.clone())
                 .collect();
             if let Some(scan) = parquet_scan(
@@ -337,14 +259,14 @@ impl FlussTableProvider {
             )? {
                 inputs.push(scan);
             }
-            let merge_groups = group_merge_splits(&lake.splits, state.config().target_partitions());
+            let merge_groups = group_merge_tasks(&plan.splits, state.config().target_partitions());
             if !merge_groups.is_empty() {
                 inputs.push(Arc::new(FlussLakeMergeExec::new(
-                    lake.table.clone(),
+                    lake.clone(),
                     self.table.path.to_string(),
                     merge_groups,
                     output_schema.clone(),
-                    lake.snapshot_id,
+                    plan.snapshot_id,
                     limit,
                 )));
             }
@@ -371,10 +293,7 @@ impl FlussTableProvider {
                     projection,
                     output_schema.clone(),
                     pruning,
-                    filters
-                        .iter()
-                        .map(describe_filter(&self.partition_keys()))
-                        .collect(),
+                    filters.describe(),
                     snapshot_id,
                     limit,
                 )));
@@ -391,10 +310,10 @@ impl FlussTableProvider {
         &self,
         state: &dyn Session,
         projection: Option<Vec<usize>>,
-        filters: &[Expr],
+        filters: &PlacedFilters,
         limit: Option<usize>,
         cut: UnionCut,
-        lake: Option<PaimonSnapshotPlan>,
+        lake: Option<LakeScan>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let key_indexes = self.table.info.get_schema().primary_key_indexes();
         let projected: Vec<usize> =
@@ -438,30 +357,20 @@ impl FlussTableProvider {
                 tasks[i].tail = (!b.range.is_empty()).then(|| b.clone());
             }
         }
-        if let Some(lake) = &lake {
+        if let Some(LakeScan { plan, .. }) = &lake {
             // Raw-convertible splits hold each key once and nothing to merge, so any
             // filter may prune their row groups (a lake row a filter rejects is never
             // output, whether or not the tail overrides its key). Partition filters are
             // left out: they are exact already, and a partition column need not be
             // stored in the data files.
-            let partition_keys = self.partition_keys();
-            let pruning_filters: Vec<Expr> = filters
-                .iter()
-                .filter(|f| {
-                    referenced_columns(f)
-                        .iter()
-                        .all(|c| !partition_keys.contains(c))
-                })
-                .cloned()
-                .collect();
-            let predicate = self.physical_predicate(state, &pruning_filters);
+            let predicate = self.physical_predicate(state, &filters.raw_lake());
             let mut raw: Vec<Vec<&LakeSplit>> = Vec::new();
-            for split in &lake.splits {
+            for split in &plan.splits {
                 let i = task_index(&mut tasks, split.partition_name.clone(), split.bucket);
                 raw.resize(tasks.len(), Vec::new());
-                match &split.read {
-                    LakeRead::MergeOnRead(s) => tasks[i].lake_splits.push(s.as_ref().clone()),
-                    LakeRead::Parquet => raw[i].push(split),
+                match split.merge_task() {
+                    Some(task) => tasks[i].lake_splits.push(task.clone()),
+                    None => raw[i].push(split),
                 }
             }
             for (task, splits) in tasks.iter_mut().zip(raw) {
@@ -486,7 +395,7 @@ impl FlussTableProvider {
         let inputs = PrimaryKeyMergeInputs {
             source: self.source.clone(),
             table: self.table.clone(),
-            lake: lake.as_ref().map(|l| (l.table.clone(), l.snapshot_id)),
+            lake: lake.as_ref().map(|l| (l.lake.clone(), l.plan.snapshot_id)),
             scan_columns,
             scan_schema,
             key_positions,
@@ -497,76 +406,17 @@ impl FlussTableProvider {
             tasks,
             state.config().target_partitions(),
             limit,
-            filters
-                .iter()
-                .map(describe_filter(&self.partition_keys()))
-                .collect(),
+            filters.describe(),
         )?;
         Ok(Arc::new(exec))
     }
 }
 
-/// `(column, literal values)` fixed by a filter: `c = v`, `v = c`, `c IN (v, ...)`,
-/// and conjunctions of those.
-fn key_literals(filter: &Expr) -> Vec<(String, Vec<ScalarValue>)> {
-    use datafusion::logical_expr::{BinaryExpr, Operator};
-    let literal = |e: &Expr| match e {
-        Expr::Literal(v, _) if !v.is_null() => Some(v.clone()),
-        _ => None,
-    };
-    match filter {
-        Expr::BinaryExpr(BinaryExpr {
-            left,
-            op: Operator::And,
-            right,
-        }) => {
-            let mut out = key_literals(left);
-            out.extend(key_literals(right));
-            out
-        }
-        Expr::BinaryExpr(BinaryExpr {
-            left,
-            op: Operator::Eq,
-            right,
-        }) => match (left.as_ref(), right.as_ref()) {
-            (Expr::Column(c), other) | (other, Expr::Column(c)) => literal(other)
-                .map(|v| vec![(c.name.clone(), vec![v])])
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        },
-        Expr::InList(list) if !list.negated => match list.expr.as_ref() {
-            Expr::Column(c) => list
-                .list
-                .iter()
-                .map(literal)
-                .collect::<Option<Vec<_>>>()
-                .map(|v| vec![(c.name.clone(), v)])
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
-}
-
-fn describe_filter(partition_keys: &[String]) -> impl Fn(&Expr) -> String + '_ {
-    move |f: &Expr| {
-        let kind = if FlussTableProvider::only_columns(f, partition_keys) {
-            "exact"
-        } else {
-            "inexact"
-        };
-        format!("{f} ({kind})")
-    }
-}
-
-/// Groups merge-on-read splits into at most `target` output partitions.
-fn group_merge_splits(splits: &[LakeSplit], target: usize) -> Vec<Vec<paimon::table::DataSplit>> {
-    let merge: Vec<_> = splits
+/// Groups merge-on-read tasks into at most `target` output partitions.
+fn group_merge_tasks(splits: &[LakeSplit], target: usize) -> Vec<Vec<MergeTask>> {
+    let merge: Vec<MergeTask> = splits
         .iter()
-        .filter_map(|s| match &s.read {
-            LakeRead::MergeOnRead(d) => Some(d.as_ref().clone()),
-            LakeRead::Parquet => None,
-        })
+        .filter_map(|s| s.merge_task().cloned())
         .collect();
     if merge.is_empty() {
         return Vec::new();
@@ -579,6 +429,19 @@ fn group_merge_splits(splits: &[LakeSplit], target: usize) -> Vec<Vec<paimon::ta
     groups
 }
 
+/// Makes the lake's object store (when its source has one ready) the store
+/// DataFusion's parquet source reads the warehouse's files through.
+fn register_lake_store(state: &dyn Session, location: &LakeLocation) -> Result<()> {
+    let Some(store) = &location.object_store else {
+        return Ok(());
+    };
+    let (url, _) = object_location(&location.warehouse)?;
+    state
+        .runtime_env()
+        .register_object_store(url.as_ref(), store.clone());
+    Ok(())
+}
+
 /// Fails with the file named if a local lake file is missing (better than a parquet
 /// error mid-query, and no partial result is produced).
 fn check_file_exists(path: &str) -> Result<()> {
@@ -588,20 +451,6 @@ fn check_file_exists(path: &str) -> Result<()> {
         .unwrap_or(path);
     if local.starts_with('/') && !std::path::Path::new(local).exists() {
         return Err(Error::not_found("lake data file is missing").with_context("file", path));
-    }
-    Ok(())
-}
-
-/// Every Fluss column must exist in the lake table.
-fn check_lake_schema(lake: &paimon::table::Table, fluss: &SchemaRef) -> Result<()> {
-    let lake_fields = lake.schema().fields();
-    for field in fluss.fields() {
-        if !lake_fields.iter().any(|f| f.name() == field.name()) {
-            return Err(Error::data_invalid(format!(
-                "lake schema does not match the Fluss schema: column '{}' is missing in the lake table",
-                field.name()
-            )));
-        }
     }
     Ok(())
 }
@@ -647,11 +496,11 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        let keys = self.partition_keys();
+        let keys = KeyColumns::of(&self.table);
         Ok(filters
             .iter()
             .map(|f| {
-                if Self::only_columns(f, &keys) {
+                if place(f, &keys).exact {
                     TableProviderFilterPushDown::Exact
                 } else {
                     TableProviderFilterPushDown::Inexact
@@ -667,14 +516,10 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let keys = self.partition_keys();
-        // LIMIT is pushed only when every filter is exact (DESIGN.md pushdown contract).
-        let limit = if filters.iter().all(|f| Self::only_columns(f, &keys)) {
-            limit
-        } else {
-            None
-        };
-        let keep_partition = self.partition_pruner(state, filters)?;
+        let placed = self.placed(filters);
+        // LIMIT is pushed only when every filter is exact (docs/DESIGN.md pushdown contract).
+        let limit = if placed.all_exact() { limit } else { None };
+        let keep_partition = self.partition_pruner(state, &placed)?;
         let mut cut = plan_cut(
             self.source.as_ref(),
             &self.table,
@@ -683,12 +528,15 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             self.mode == ReadMode::Union,
         )
         .await?;
-        let mut lake = self.plan_lake(&cut, filters, &*keep_partition).await?;
+        let mut lake = self
+            .plan_lake(state, &cut, &placed, &*keep_partition)
+            .await?;
         // Equality on every bucket key selects the buckets those keys hash to.
-        if let Some(buckets) = self.buckets_for_filters(filters)? {
+        if let Some(buckets) = self.buckets_for_filters(&placed)? {
             cut.buckets.retain(|b| buckets.contains(&b.location.bucket));
             if let Some(lake) = lake.as_mut() {
-                lake.splits
+                lake.plan
+                    .splits
                     .retain(|s| s.bucket < 0 || buckets.contains(&s.bucket));
             }
         }
@@ -698,10 +546,10 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             None => self.schema.clone(),
         };
         let plan = if self.table.info.has_primary_key() {
-            self.scan_pk_table(state, projection, filters, limit, cut, lake)
+            self.scan_pk_table(state, projection, &placed, limit, cut, lake)
                 .await?
         } else {
-            self.scan_log_table(state, projection, output_schema, filters, limit, cut, lake)
+            self.scan_log_table(state, projection, output_schema, &placed, limit, cut, lake)
                 .await?
         };
         Ok(plan)
@@ -712,12 +560,4 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         stats.num_rows = Precision::Absent;
         Some(stats)
     }
-}
-
-/// Names of the columns an expression references (helper for callers and tests).
-pub fn referenced_columns(expr: &Expr) -> HashSet<String> {
-    expr.column_refs()
-        .into_iter()
-        .map(|c| c.name.clone())
-        .collect()
 }

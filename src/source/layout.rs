@@ -1,4 +1,4 @@
-//! Paths of the LocalStore layout (DESIGN.md "LocalStore"): ZooKeeper znodes as JSON
+//! Paths of the LocalStore layout (docs/DESIGN.md "LocalStore"): ZooKeeper znodes as JSON
 //! files under `zk/`, tablet-server logs under `data/`, lake offsets under `remote/`.
 
 use fluss::metadata::TablePath;

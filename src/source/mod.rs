@@ -12,6 +12,7 @@ pub mod kv;
 pub mod layout;
 pub mod local_store;
 pub mod metadata;
+mod writer;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -22,8 +23,10 @@ use futures::stream::BoxStream;
 
 pub use local_store::{LocalStore, LocalStoreOptions, WriteKind, WriteResult};
 pub use metadata::TableBucketOffsets;
+pub use writer::FlussWriter;
 
 use crate::error::{Error, Result};
+use crate::lake::LakeLocation;
 use crate::log::{ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
 
 /// A table as a source describes it: Fluss's `TableInfo` plus every schema version
@@ -185,4 +188,44 @@ pub trait FlussSource: Debug + Send + Sync {
         range: LogRange,
         options: LogReadOptions,
     ) -> Result<BoxStream<'static, Result<ChangelogBatch>>>;
+
+    /// Where the table's lake lives: format, warehouse and the options to read it
+    /// (a LocalStore resolves relative warehouses against its root; a cluster source
+    /// reads `table.datalake.<format>.*` and adds its own storage options).
+    async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation>;
+
+    /// The lake snapshot ids Fluss has registered for the table (`None` where the
+    /// source cannot list them).
+    async fn registered_lake_snapshots(&self, _table: &FlussTable) -> Result<Option<Vec<i64>>> {
+        Ok(None)
+    }
+
+    /// Every bucket of the table: per partition for partitioned tables.
+    async fn buckets(&self, table: &FlussTable) -> Result<Vec<BucketLocation>> {
+        let n = table.info.get_num_buckets();
+        if !table.info.is_partitioned() {
+            return Ok((0..n)
+                .map(|bucket| BucketLocation {
+                    partition: None,
+                    bucket,
+                })
+                .collect());
+        }
+        let mut out = Vec::new();
+        for p in self.list_partitions(table).await? {
+            for bucket in 0..n {
+                out.push(BucketLocation {
+                    partition: Some((p.get_partition_id(), p.get_partition_name())),
+                    bucket,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The writer of this source, if it takes writes (the LocalStore does; a cluster
+    /// source is read-only).
+    fn writer(&self) -> Option<&dyn FlussWriter> {
+        None
+    }
 }

@@ -9,7 +9,7 @@ use datafusion::arrow::datatypes::{Field, Schema};
 
 use super::FlussSession;
 use crate::error::Result;
-use crate::source::{FlussSource, FlussTable};
+use crate::source::FlussTable;
 
 fn string_column(values: Vec<String>) -> ArrayRef {
     Arc::new(StringArray::from(values))
@@ -43,7 +43,7 @@ fn lake_name(table: &FlussTable) -> String {
 /// `\d`: one row per table of every database (databases without tables get a row
 /// with an empty table name).
 pub async fn list_tables(session: &FlussSession) -> Result<RecordBatch> {
-    let store = session.store();
+    let store = session.source();
     let mut cols: [Vec<String>; 5] = Default::default();
     let mut buckets = Vec::new();
     let mut snapshots = Vec::new();
@@ -85,7 +85,7 @@ pub async fn list_tables(session: &FlussSession) -> Result<RecordBatch> {
 
 /// `\d <table>`: columns, table properties, and per-bucket lake/log offsets.
 pub async fn describe_table(session: &FlussSession, name: &[String]) -> Result<Vec<RecordBatch>> {
-    let store = session.store();
+    let store = session.source();
     let path = session.table_path(name)?;
     let table = store.get_table(&path).await?;
     let schema = table.info.get_schema();

@@ -16,8 +16,7 @@ use super::FlussSession;
 use super::error::from_datafusion;
 use super::parse::quote_ident;
 use crate::error::{Error, Result};
-use crate::lake::tiering::tier;
-use crate::source::{FlussSource, WriteKind};
+use crate::source::WriteKind;
 use futures::{StreamExt, TryStreamExt};
 
 /// The `count` row DataFusion returns for DML.
@@ -50,8 +49,7 @@ pub async fn insert(
     columns: Option<Vec<String>>,
     source: &str,
 ) -> Result<RecordBatch> {
-    let store = session.store();
-    let table = store.get_table(path).await?;
+    let table = session.source().get_table(path).await?;
     let table_columns: Vec<String> = table
         .info
         .get_schema()
@@ -111,8 +109,9 @@ pub async fn insert(
     // written (so `INSERT INTO t SELECT ... FROM t` reads t as it was).
     let rows = df.execute_stream().await.map_err(from_datafusion)?;
     let pool = session.context().runtime_env().memory_pool.clone();
-    let written = store
-        .write_stream(
+    let written = session
+        .writer("INSERT")?
+        .write(
             path,
             kind,
             rows.map_err(from_datafusion).boxed(),
@@ -129,8 +128,7 @@ pub async fn delete(
     path: &TablePath,
     predicate: Option<&str>,
 ) -> Result<RecordBatch> {
-    let store = session.store();
-    let table = store.get_table(path).await?;
+    let table = session.source().get_table(path).await?;
     if !table.info.has_primary_key() {
         return Err(Error::invalid_input(format!(
             "DELETE needs a primary-key table; '{path}' is a log table (append only)"
@@ -151,8 +149,9 @@ pub async fn delete(
     let df = session.context().sql(&sql).await.map_err(from_datafusion)?;
     let keys = df.execute_stream().await.map_err(from_datafusion)?;
     let pool = session.context().runtime_env().memory_pool.clone();
-    let written = store
-        .write_stream(
+    let written = session
+        .writer("DELETE")?
+        .write(
             path,
             WriteKind::Delete,
             keys.map_err(from_datafusion).boxed(),
@@ -185,7 +184,18 @@ pub async fn call(
     };
     let parts: Vec<String> = table.split('.').map(str::to_string).collect();
     let path = session.table_path(&parts)?;
-    let result = tier(session.store(), &path).await?;
+    let result = session
+        .source()
+        .writer()
+        .ok_or_else(|| {
+            Error::unsupported(format!(
+                "CALL fluss.tier needs a LocalStore: {} is a Fluss deployment, whose own \
+                 tiering service tiers its tables",
+                session.source().name()
+            ))
+        })?
+        .tier(&path)
+        .await?;
     let schema = Arc::new(Schema::new(vec![
         Field::new("table", DataType::Utf8, false),
         Field::new("snapshot_id", DataType::Int64, true),

@@ -6,48 +6,12 @@ use datafusion::error::DataFusionError;
 
 use crate::error::{Error, ErrorKind};
 
-/// Converts a DataFusion error, unwrapping this crate's own errors carried inside it.
+/// Converts a DataFusion error, taking this crate's own error back out of it when it
+/// carries one (its kind travels as a value), else classifying DataFusion's variant.
 pub fn from_datafusion(e: DataFusionError) -> Error {
-    if let Some(inner) = find_crate_error(&e) {
-        return with_kind_prefix(inner.kind(), &inner.to_string());
-    }
-    with_kind_prefix(kind_of(&e), &message_of(&e))
-}
-
-const KINDS: [ErrorKind; 10] = [
-    ErrorKind::DataInvalid,
-    ErrorKind::NotFound,
-    ErrorKind::AlreadyExists,
-    ErrorKind::InvalidInput,
-    ErrorKind::FeatureUnsupported,
-    ErrorKind::Io,
-    ErrorKind::Lake,
-    ErrorKind::Busy,
-    ErrorKind::ResourcesExhausted,
-    ErrorKind::Internal,
-];
-
-/// An error from a message that may start with a rendered kind (`not found: ...`, as
-/// this crate's errors carried in DataFusion plan errors do): that kind wins.
-fn with_kind_prefix(default: ErrorKind, message: &str) -> Error {
-    let message = one_line(message);
-    for kind in KINDS {
-        if let Some(rest) = message.strip_prefix(&format!("{kind}: ")) {
-            return Error::new(kind, rest);
-        }
-    }
-    Error::new(default, message)
-}
-
-fn find_crate_error(e: &DataFusionError) -> Option<&Error> {
-    match e {
-        DataFusionError::External(inner) => inner.downcast_ref::<Error>(),
-        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
-            find_crate_error(inner)
-        }
-        DataFusionError::Shared(inner) => find_crate_error(inner),
-        DataFusionError::Collection(errors) => errors.first().and_then(find_crate_error),
-        _ => None,
+    match Error::take_from(e) {
+        Ok(ours) => ours,
+        Err(e) => Error::new(kind_of(&e), one_line(&message_of(&e))),
     }
 }
 
@@ -106,6 +70,9 @@ mod tests {
     fn unwraps_crate_errors() {
         let e: DataFusionError = Error::data_invalid("bad crc").into();
         assert_eq!(from_datafusion(e).to_string(), "data invalid: bad crc");
+        let e: DataFusionError = Error::not_found("table 'x' not found").into();
+        let e = DataFusionError::Context("planning".into(), Box::new(e));
+        assert_eq!(from_datafusion(e).kind(), ErrorKind::NotFound);
         let e = DataFusionError::Plan("table 'x' not found".into());
         assert_eq!(
             from_datafusion(e).to_string(),

@@ -1,6 +1,7 @@
-//! SQL over a LocalStore: [`FlussSession`] wraps a DataFusion `SessionContext` with the
-//! [`FlussCatalog`] registered as catalog `fluss`, and runs DDL and DML on the store
-//! itself. The `fluss-sql` shell and embedding applications share it.
+//! SQL over a Fluss source: [`FlussSession`] wraps a DataFusion `SessionContext` with
+//! the [`FlussCatalog`] registered as catalog `fluss`, and runs DDL and DML through the
+//! source's [`FlussWriter`] (a LocalStore takes writes; a read-only source refuses
+//! them clearly). The `fluss-sql` shell and embedding applications share it.
 //!
 //! ```text
 //!  sql ──> statement::parse_statement ─┬─ CREATE/DROP DATABASE|TABLE ─> ddl ─> LocalStore
@@ -28,7 +29,6 @@ pub mod describe;
 pub mod dml;
 pub mod error;
 pub mod parse;
-pub mod print;
 pub mod statement;
 
 use std::sync::Arc;
@@ -43,7 +43,7 @@ use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
 use crate::provider::FlussCatalog;
-use crate::source::{FlussSource, LocalStore};
+use crate::source::{FlussSource, FlussWriter};
 
 /// The catalog name the session registers the store under.
 pub const CATALOG: &str = "fluss";
@@ -129,13 +129,13 @@ impl StatementResult {
 #[derive(Clone)]
 pub struct FlussSession {
     ctx: SessionContext,
-    store: Arc<LocalStore>,
+    source: Arc<dyn FlussSource>,
 }
 
 impl std::fmt::Debug for FlussSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FlussSession")
-            .field("store", &self.store.storage().display_root())
+            .field("source", &self.source.name())
             .field("database", &self.current_database())
             .finish()
     }
@@ -143,15 +143,35 @@ impl std::fmt::Debug for FlussSession {
 
 impl FlussSession {
     /// A session with default options (database `fluss`, created if missing).
-    pub async fn new(store: Arc<LocalStore>) -> Result<Self> {
-        Self::with_options(store, SessionOptions::default()).await
+    pub async fn new(source: Arc<dyn FlussSource>) -> Result<Self> {
+        Self::with_options(source, SessionOptions::default()).await
     }
 
     /// A session with explicit options.
-    pub async fn with_options(store: Arc<LocalStore>, options: SessionOptions) -> Result<Self> {
-        store
-            .create_database(&options.default_database, None, true)
-            .await?;
+    pub async fn with_options(
+        source: Arc<dyn FlussSource>,
+        options: SessionOptions,
+    ) -> Result<Self> {
+        match source.writer() {
+            Some(writer) => {
+                writer
+                    .create_database(&options.default_database, None, true)
+                    .await?
+            }
+            None => {
+                if !source
+                    .list_databases()
+                    .await?
+                    .contains(&options.default_database)
+                {
+                    return Err(Error::not_found(format!(
+                        "database '{}' does not exist in {}",
+                        options.default_database,
+                        source.name()
+                    )));
+                }
+            }
+        }
         let mut config = SessionConfig::new()
             .with_information_schema(true)
             .with_create_default_catalog_and_schema(false)
@@ -169,8 +189,8 @@ impl FlussSession {
         let runtime = runtime.build_arc().map_err(from_datafusion)?;
         // `SELECT * FROM 'file.parquet'` reads files directly (backfill checks).
         let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
-        ctx.register_catalog(CATALOG, Arc::new(FlussCatalog::new(store.clone())));
-        Ok(Self { ctx, store })
+        ctx.register_catalog(CATALOG, Arc::new(FlussCatalog::new(source.clone())));
+        Ok(Self { ctx, source })
     }
 
     /// The DataFusion context (register more tables or catalogs here).
@@ -178,9 +198,19 @@ impl FlussSession {
         &self.ctx
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<LocalStore> {
-        &self.store
+    /// The source the session reads.
+    pub fn source(&self) -> &Arc<dyn FlussSource> {
+        &self.source
+    }
+
+    /// The source's writer, or an error naming what needs one.
+    pub fn writer(&self, what: &str) -> Result<&dyn FlussWriter> {
+        self.source.writer().ok_or_else(|| {
+            Error::unsupported(format!(
+                "{what} writes, and {} is read-only (statements that write need a LocalStore)",
+                self.source.name()
+            ))
+        })
     }
 
     /// The current database.
@@ -242,7 +272,7 @@ impl FlussSession {
     async fn run_statement(&self, sql: &str) -> Result<StatementResult> {
         match parse_statement(sql)? {
             Statement::CreateDatabase(spec) => {
-                self.store
+                self.writer("CREATE DATABASE")?
                     .create_database(&spec.name, spec.comment.as_deref(), spec.if_not_exists)
                     .await?;
                 Ok(StatementResult::empty())
@@ -250,7 +280,7 @@ impl FlussSession {
             Statement::CreateTable(spec) => {
                 let path = self.table_path(&spec.name)?;
                 let descriptor = ddl::descriptor(&spec)?;
-                self.store
+                self.writer("CREATE TABLE")?
                     .create_table(&path, &descriptor, spec.if_not_exists)
                     .await?;
                 Ok(StatementResult::empty())
@@ -273,7 +303,9 @@ impl FlussSession {
                     {
                         continue;
                     }
-                    self.store.drop_table(&path, if_exists).await?;
+                    self.writer("DROP TABLE")?
+                        .drop_table(&path, if_exists)
+                        .await?;
                 }
                 Ok(StatementResult::empty())
             }
@@ -288,7 +320,9 @@ impl FlussSession {
                         "cannot drop the current database '{db}'; USE another one first"
                     )));
                 }
-                self.store.drop_database(&db, if_exists, cascade).await?;
+                self.writer("DROP DATABASE")?
+                    .drop_database(&db, if_exists, cascade)
+                    .await?;
                 Ok(StatementResult::empty())
             }
             Statement::Insert {
@@ -312,7 +346,7 @@ impl FlussSession {
                 .map(StatementResult::of),
             Statement::Use { database } => {
                 let db = database_name(&database)?;
-                if !self.store.database_exists(&db).await? {
+                if !self.source.list_databases().await?.contains(&db) {
                     return Err(Error::not_found(format!("database '{db}' does not exist")));
                 }
                 let state = self.ctx.state_ref();
@@ -321,7 +355,7 @@ impl FlussSession {
                 Ok(StatementResult::empty())
             }
             Statement::ShowDatabases => {
-                let names = self.store.list_databases().await?;
+                let names = self.source.list_databases().await?;
                 let schema = Arc::new(Schema::new(vec![Field::new(
                     "database",
                     DataType::Utf8,

@@ -4,7 +4,7 @@
 //! `[offset_b(S), high watermark)`, where `offset_b(S)` is the exclusive end offset
 //! tiered into `S` (missing: the bucket's earliest offset). Everything the query reads
 //! comes from this cut, so a tiering or an append during the query cannot change its
-//! answer (DESIGN.md "The cut"; Fluss `LakeSplitGenerator`).
+//! answer (docs/DESIGN.md "The cut"; Fluss `LakeSplitGenerator`).
 
 use serde::{Deserialize, Serialize};
 

@@ -32,13 +32,18 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::Mutex;
 
 pub use self::conform::conform_batch;
+pub use self::intent::WriteIntent;
 pub(crate) use self::write::WriteGuard;
 pub use self::write::WriteKind;
 use self::write::WriterState;
 use super::layout::{self, validate_name};
 use super::metadata::{LakeTable, PartitionRegistration, TableBucketOffsets, TableRegistration};
-use super::{BucketLocation, BucketOffsets, FlussSource, FlussTable, ReadableSnapshot};
+use super::{
+    BucketLocation, BucketOffsets, FlussSource, FlussTable, FlussWriter, ReadableSnapshot,
+};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lake::tiering::TieringResult;
+use crate::lake::{LakeFormat, LakeLocation, lake_catalog_properties};
 use crate::log::reader::bucket_offsets;
 use crate::log::schema::SchemaVersion;
 use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
@@ -287,29 +292,6 @@ impl LocalStore {
         )
     }
 
-    /// Every bucket of a table: per partition for partitioned tables.
-    pub async fn buckets(&self, table: &FlussTable) -> Result<Vec<BucketLocation>> {
-        let n = table.info.get_num_buckets();
-        if !table.info.is_partitioned() {
-            return Ok((0..n)
-                .map(|bucket| BucketLocation {
-                    partition: None,
-                    bucket,
-                })
-                .collect());
-        }
-        let mut out = Vec::new();
-        for p in self.load_partitions(table).await? {
-            for bucket in 0..n {
-                out.push(BucketLocation {
-                    partition: Some((p.get_partition_id(), p.get_partition_name())),
-                    bucket,
-                });
-            }
-        }
-        Ok(out)
-    }
-
     /// The registered lake snapshots of a table (`laketable` znode).
     pub async fn lake_table(&self, table_id: i64) -> Result<LakeTable> {
         let node = layout::lake_table_node(table_id);
@@ -453,6 +435,42 @@ impl FlussSource for LocalStore {
         self.visible_offsets(table, buckets).await
     }
 
+    async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {
+        let format = table.lake_format().ok_or_else(|| {
+            Error::invalid_input("table has no lake ('table.datalake.enabled' is not true)")
+                .with_context("table", table.path.to_string())
+        })?;
+        let format = LakeFormat::of(&format);
+        let name = format.name();
+        let properties = table.info.get_properties();
+        let key = format!("table.datalake.{name}.warehouse");
+        let warehouse = properties.get(&key).ok_or_else(|| {
+            Error::invalid_input(format!("table has no '{key}' property"))
+                .with_context("table", table.path.to_string())
+        });
+        // Paimon needs its warehouse here; other formats say they are unsupported
+        // when opened, before anything else about them matters.
+        let warehouse = match (format, warehouse) {
+            (LakeFormat::Paimon, w) => self.storage.absolute(w?),
+            (_, w) => w.map(|w| self.storage.absolute(w)).unwrap_or_default(),
+        };
+        Ok(LakeLocation {
+            format,
+            warehouse,
+            options: lake_catalog_properties(properties, name),
+            object_store: None,
+        })
+    }
+
+    async fn registered_lake_snapshots(&self, table: &FlussTable) -> Result<Option<Vec<i64>>> {
+        let lake = self.lake_table(table.table_id()).await?;
+        Ok(Some(lake.snapshots.iter().map(|s| s.snapshot_id).collect()))
+    }
+
+    fn writer(&self) -> Option<&dyn FlussWriter> {
+        Some(self)
+    }
+
     async fn read_log(
         &self,
         table: &FlussTable,
@@ -485,5 +503,50 @@ impl FlussSource for LocalStore {
             }
         });
         Ok(Box::pin(stream))
+    }
+}
+
+#[async_trait]
+impl FlussWriter for LocalStore {
+    async fn create_database(
+        &self,
+        name: &str,
+        comment: Option<&str>,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        LocalStore::create_database(self, name, comment, if_not_exists).await
+    }
+
+    async fn drop_database(&self, name: &str, if_exists: bool, cascade: bool) -> Result<()> {
+        LocalStore::drop_database(self, name, if_exists, cascade).await
+    }
+
+    async fn create_table(
+        &self,
+        path: &TablePath,
+        descriptor: &fluss::metadata::TableDescriptor,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        LocalStore::create_table(self, path, descriptor, if_not_exists)
+            .await
+            .map(|_| ())
+    }
+
+    async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()> {
+        LocalStore::drop_table(self, path, if_exists).await
+    }
+
+    async fn write(
+        &self,
+        path: &TablePath,
+        kind: WriteKind,
+        rows: BoxStream<'_, Result<datafusion::arrow::array::RecordBatch>>,
+        memory: Option<&Arc<dyn datafusion::execution::memory_pool::MemoryPool>>,
+    ) -> Result<WriteResult> {
+        self.write_stream(path, kind, rows, memory).await
+    }
+
+    async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
+        crate::lake::tiering::tier(self, path).await
     }
 }

@@ -1,0 +1,758 @@
+//! `fluss-sql`: an interactive SQL shell (and script runner) over a LocalStore, with
+//! union read of Fluss tables through DataFusion.
+//!
+//! ```text
+//! fluss-sql --demo                                  # demo dataset + shell
+//! fluss-sql --store ./data -c "SELECT ..." --format csv
+//! fluss-sql -f script.sql -q
+//! ```
+
+/// mimalloc, as datafusion-cli: glibc malloc's cost shows in DataFusion's many small
+/// allocations and in zstd's per-batch decompression contexts.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+mod demo;
+mod print;
+
+use clap::Parser;
+use demo::{DEMO_DATABASE, SUGGESTED_QUERIES, create_demo};
+use fluss_datafusion::error::{Error, Result};
+use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::sql::describe::{describe_table, list_tables};
+use fluss_datafusion::sql::error::one_line;
+use fluss_datafusion::sql::parse::{Cursor, is_complete, split_statements};
+use fluss_datafusion::sql::{FlussSession, SessionOptions, StatementResult};
+use print::{PrintFormat, format_batches};
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{Context, Editor, Helper};
+use tokio::runtime::Runtime;
+
+/// Command-line options.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fluss-sql",
+    version,
+    about = "SQL shell for Apache Fluss tables: union read of the lake snapshot and the log tail"
+)]
+struct Args {
+    /// Run a command (SQL statements or a \meta-command) and exit; repeatable.
+    #[arg(short = 'c', long = "command")]
+    command: Vec<String>,
+    /// Run the statements of a file and exit; repeatable.
+    #[arg(short = 'f', long = "file")]
+    file: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, default_value = "table", value_parser = parse_format)]
+    format: PrintFormat,
+    /// Rows shown by the table format: a number or `inf` (default 40 interactive, inf otherwise).
+    #[arg(long, value_parser = parse_maxrows)]
+    maxrows: Option<MaxRows>,
+    /// No banner, no row counts or timings.
+    #[arg(short, long)]
+    quiet: bool,
+    /// LocalStore root: a directory (created on first use) or an object-store URL.
+    #[arg(long, default_value = "./fluss-data")]
+    store: String,
+    /// Database used for unqualified names (created on first use).
+    #[arg(short = 'd', long, default_value = DEMO_DATABASE)]
+    database: String,
+    /// Memory limit of the query engine, e.g. 512m, 2g.
+    #[arg(long, value_parser = parse_size)]
+    memory_limit: Option<usize>,
+    /// Number of partitions queries are planned with (default: cores).
+    #[arg(long)]
+    target_partitions: Option<usize>,
+    /// Create a TPC-H-shaped demo dataset in the store (once) before running.
+    #[arg(long)]
+    demo: bool,
+    /// Size of the demo dataset (1 = 15,000 orders, 1,500 customers).
+    #[arg(long, default_value_t = 1.0)]
+    demo_scale: f64,
+}
+
+/// A row limit for the table format.
+#[derive(Debug, Clone, Copy)]
+enum MaxRows {
+    Limit(usize),
+    Unlimited,
+}
+
+fn parse_format(s: &str) -> std::result::Result<PrintFormat, String> {
+    s.parse().map_err(|e: Error| e.message().to_string())
+}
+
+fn parse_maxrows(s: &str) -> std::result::Result<MaxRows, String> {
+    if s.eq_ignore_ascii_case("inf") || s.eq_ignore_ascii_case("all") {
+        return Ok(MaxRows::Unlimited);
+    }
+    s.parse::<usize>()
+        .map(MaxRows::Limit)
+        .map_err(|_| format!("'{s}' is not a number or 'inf'"))
+}
+
+fn parse_size(s: &str) -> std::result::Result<usize, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let lower = lower.trim_end_matches('b');
+    let (digits, factor) = match lower.chars().last() {
+        Some('k') => (&lower[..lower.len() - 1], 1usize << 10),
+        Some('m') => (&lower[..lower.len() - 1], 1 << 20),
+        Some('g') => (&lower[..lower.len() - 1], 1 << 30),
+        Some('t') => (&lower[..lower.len() - 1], 1 << 40),
+        _ => (lower, 1),
+    };
+    let value: f64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size like 512m or 2g"))?;
+    if !(value.is_finite() && value > 0.0) {
+        return Err(format!("'{s}' is not a positive size"));
+    }
+    Ok((value * factor as f64) as usize)
+}
+
+/// Shell state that meta-commands change.
+struct Shell {
+    session: FlussSession,
+    runtime: Runtime,
+    format: PrintFormat,
+    maxrows: Option<usize>,
+    quiet: bool,
+    timing: bool,
+    spinner: bool,
+    interactive: bool,
+}
+
+const HELP: &str = r#"Meta-commands:
+  \d              list databases and tables
+  \d <table>      describe a table: columns, keys, buckets, lake snapshot, per-bucket lag
+  \timing         toggle query timing
+  \?              this help
+  \q              quit
+SQL (end statements with ';'):
+  SELECT / EXPLAIN / COPY (SELECT ...) TO 'out.parquet' / SET / SHOW TABLES   (DataFusion)
+  CREATE DATABASE [IF NOT EXISTS] db        DROP DATABASE [IF EXISTS] db [CASCADE]
+  CREATE TABLE [IF NOT EXISTS] t (col type [NOT NULL], ..., PRIMARY KEY (..) NOT ENFORCED)
+      [PARTITIONED BY (..)] WITH ('bucket.num' = '4', 'table.datalake.enabled' = 'true')
+  DROP TABLE [IF EXISTS] t                  USE db        SHOW DATABASES
+  INSERT INTO t [(cols)] VALUES ... | SELECT ...     (append to log tables, upsert into PK tables)
+  DELETE FROM t [WHERE ...]                          (primary-key tables)
+  CALL fluss.tier('db.t')                            (tier the log tail into the lake)
+  SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)"#;
+
+impl Shell {
+    fn print(
+        &self,
+        schema: &datafusion::arrow::datatypes::SchemaRef,
+        batches: &[datafusion::arrow::array::RecordBatch],
+    ) -> Result<()> {
+        let text = format_batches(self.format, schema, batches, self.maxrows)?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        Ok(())
+    }
+
+    fn summary(&self, rows: Option<usize>, elapsed: Duration) {
+        if self.quiet {
+            return;
+        }
+        let what = match rows {
+            Some(1) => "1 row".to_string(),
+            Some(n) => format!("{n} rows"),
+            None => "OK".to_string(),
+        };
+        if self.timing {
+            eprintln!("{what} ({:.3}s)", elapsed.as_secs_f64());
+        } else {
+            eprintln!("{what}");
+        }
+    }
+
+    /// Runs a script: lines starting with `\` (between statements) are meta-commands,
+    /// everything else is SQL. Stops at the first error.
+    fn run_script(&mut self, text: &str) -> Result<bool> {
+        let mut pending = String::new();
+        for line in text.lines() {
+            if line.trim_start().starts_with('\\') && pending.trim().is_empty() {
+                pending.clear();
+                if !self.meta(line.trim())? {
+                    return Ok(false);
+                }
+            } else {
+                pending.push_str(line);
+                pending.push('\n');
+                if is_complete(&pending) {
+                    if !self.run(&pending)? {
+                        return Ok(false);
+                    }
+                    pending.clear();
+                }
+            }
+        }
+        if pending.trim().is_empty() {
+            Ok(true)
+        } else {
+            self.run(&pending)
+        }
+    }
+
+    /// Runs one command: a `\meta-command` or one or more SQL statements.
+    fn run(&mut self, input: &str) -> Result<bool> {
+        let trimmed = input.trim();
+        if trimmed.starts_with('\\') {
+            return self.meta(trimmed);
+        }
+        if matches!(
+            trimmed.trim_end_matches(';').to_ascii_lowercase().as_str(),
+            "quit" | "exit"
+        ) {
+            return Ok(false);
+        }
+        for statement in split_statements(trimmed)? {
+            self.statement(&statement)?;
+        }
+        Ok(true)
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<()> {
+        let start = Instant::now();
+        let session = self.session.clone();
+        let owned = sql.to_string();
+        let result: StatementResult =
+            self.block_on_with_spinner(async move { session.execute_statement(&owned).await })?;
+        let elapsed = start.elapsed();
+        if let Some(notice) = &result.notice {
+            eprintln!("Notice: {notice}");
+        }
+        if result.has_columns() {
+            self.print(&result.schema, &result.batches)?;
+            self.summary(Some(result.num_rows()), elapsed);
+        } else {
+            self.summary(None, elapsed);
+        }
+        Ok(())
+    }
+
+    fn block_on_with_spinner<T: Send + 'static>(
+        &self,
+        future: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        if !self.spinner {
+            return self.runtime.block_on(future);
+        }
+        let (done, wait) = mpsc::channel::<()>();
+        let spinner = std::thread::spawn(move || spin(wait));
+        let result = self.runtime.block_on(future);
+        let _ = done.send(());
+        let _ = spinner.join();
+        result
+    }
+
+    fn meta(&mut self, command: &str) -> Result<bool> {
+        let body = command
+            .trim_start_matches('\\')
+            .trim()
+            .trim_end_matches(';');
+        let (name, arg) = match body.split_once(char::is_whitespace) {
+            Some((n, a)) => (n, a.trim()),
+            None => (body, ""),
+        };
+        match name {
+            "q" | "quit" => return Ok(false),
+            "?" | "h" | "help" => println!("{HELP}"),
+            "timing" => {
+                self.timing = !self.timing;
+                eprintln!("Timing is {}.", if self.timing { "on" } else { "off" });
+            }
+            "d" | "dt" | "l" if arg.is_empty() => {
+                let session = self.session.clone();
+                let batch = self
+                    .runtime
+                    .block_on(async move { list_tables(&session).await })?;
+                self.print(&batch.schema(), std::slice::from_ref(&batch))?;
+            }
+            "d" => {
+                let name = Cursor::new(arg)?.object_name()?;
+                let session = self.session.clone();
+                let sections = self
+                    .runtime
+                    .block_on(async move { describe_table(&session, &name).await })?;
+                for (i, batch) in sections.iter().enumerate() {
+                    if i > 0 && self.format == PrintFormat::Table {
+                        println!();
+                    }
+                    self.print(&batch.schema(), std::slice::from_ref(batch))?;
+                }
+            }
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "unknown meta-command '\\{other}' (\\? for help)"
+                )));
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Draws a spinner on stderr once a query has run for a second, until told to stop.
+fn spin(stop: mpsc::Receiver<()>) {
+    if stop.recv_timeout(Duration::from_secs(1)).is_ok() {
+        return;
+    }
+    let start = Instant::now() - Duration::from_secs(1);
+    let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    let mut i = 0;
+    loop {
+        eprint!(
+            "\r{} running... {:.1}s ",
+            frames[i % frames.len()],
+            start.elapsed().as_secs_f64()
+        );
+        i += 1;
+        match stop.recv_timeout(Duration::from_millis(100)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            _ => break,
+        }
+    }
+    eprint!("\r\x1b[2K");
+}
+
+/// SQL keywords offered by tab completion.
+const KEYWORDS: &[&str] = &[
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "GROUP",
+    "BY",
+    "ORDER",
+    "HAVING",
+    "LIMIT",
+    "OFFSET",
+    "JOIN",
+    "LEFT",
+    "RIGHT",
+    "FULL",
+    "INNER",
+    "OUTER",
+    "CROSS",
+    "ON",
+    "USING",
+    "AS",
+    "AND",
+    "OR",
+    "NOT",
+    "NULL",
+    "IS",
+    "IN",
+    "BETWEEN",
+    "LIKE",
+    "ILIKE",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "DISTINCT",
+    "UNION",
+    "ALL",
+    "WITH",
+    "VALUES",
+    "INSERT",
+    "INTO",
+    "DELETE",
+    "CREATE",
+    "DROP",
+    "TABLE",
+    "DATABASE",
+    "SCHEMA",
+    "IF",
+    "EXISTS",
+    "PRIMARY",
+    "KEY",
+    "ENFORCED",
+    "PARTITIONED",
+    "CASCADE",
+    "EXPLAIN",
+    "ANALYZE",
+    "COPY",
+    "TO",
+    "SET",
+    "SHOW",
+    "TABLES",
+    "DATABASES",
+    "USE",
+    "CALL",
+    "DESC",
+    "ASC",
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "CAST",
+    "DATE",
+    "TIMESTAMP",
+    "INTERVAL",
+    "BOOLEAN",
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL",
+    "STRING",
+    "VARCHAR",
+    "CHAR",
+    "TIME",
+    "TIMESTAMP_LTZ",
+    "BYTES",
+    "BINARY",
+    "TRUE",
+    "FALSE",
+];
+
+/// Tab completion, multi-line input until `;`.
+struct ShellHelper {
+    names: Arc<Mutex<Option<Vec<String>>>>,
+    session: FlussSession,
+    handle: tokio::runtime::Handle,
+}
+
+impl ShellHelper {
+    /// Catalog, database, table and column names (loaded on first use, reloaded
+    /// after DDL).
+    fn names(&self) -> Vec<String> {
+        let Ok(mut guard) = self.names.lock() else {
+            return Vec::new();
+        };
+        if guard.is_none() {
+            let session = self.session.clone();
+            let loaded = self
+                .handle
+                .block_on(async move { load_names(&session).await })
+                .unwrap_or_default();
+            *guard = Some(loaded);
+        }
+        guard.clone().unwrap_or_default()
+    }
+}
+
+async fn load_names(session: &FlussSession) -> Result<Vec<String>> {
+    let store = session.source();
+    let mut names = vec!["fluss".to_string(), "information_schema".to_string()];
+    for db in store.list_databases().await? {
+        for table in store.list_tables(&db).await?.into_iter().take(500) {
+            let path = fluss::metadata::TablePath::new(db.as_str(), table.as_str());
+            if let Ok(t) = store.get_table(&path).await {
+                names.extend(
+                    t.info
+                        .get_schema()
+                        .column_names()
+                        .into_iter()
+                        .map(str::to_string),
+                );
+            }
+            names.push(table);
+        }
+        names.push(db);
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+impl Completer for ShellHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let before = &line[..pos];
+        let start = before
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .map_or(0, |i| {
+                i + before[i..].chars().next().map_or(1, char::len_utf8)
+            });
+        let prefix = &before[start..];
+        if prefix.is_empty() {
+            return Ok((start, Vec::new()));
+        }
+        let lower = prefix.to_lowercase();
+        let upper_case = prefix.chars().any(char::is_uppercase);
+        let mut candidates: Vec<Pair> = Vec::new();
+        for name in self.names() {
+            if name.to_lowercase().starts_with(&lower) {
+                candidates.push(Pair {
+                    display: name.clone(),
+                    replacement: name,
+                });
+            }
+        }
+        for keyword in KEYWORDS {
+            if keyword.to_lowercase().starts_with(&lower) {
+                let k = if upper_case {
+                    keyword.to_string()
+                } else {
+                    keyword.to_lowercase()
+                };
+                candidates.push(Pair {
+                    display: k.clone(),
+                    replacement: k,
+                });
+            }
+        }
+        Ok((start, candidates))
+    }
+}
+
+impl Hinter for ShellHelper {
+    type Hint = String;
+}
+
+impl Highlighter for ShellHelper {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
+        &'s self,
+        prompt: &'p str,
+        _default: bool,
+    ) -> Cow<'b, str> {
+        Cow::Borrowed(prompt)
+    }
+}
+
+impl Validator for ShellHelper {
+    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
+        let input = ctx.input().trim();
+        let done = input.is_empty()
+            || input.starts_with('\\')
+            || matches!(input.to_ascii_lowercase().as_str(), "quit" | "exit")
+            || is_complete(input);
+        Ok(if done {
+            ValidationResult::Valid(None)
+        } else {
+            ValidationResult::Incomplete
+        })
+    }
+}
+
+impl Helper for ShellHelper {}
+
+fn history_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FLUSS_SQL_HISTORY") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".fluss_sql_history"))
+}
+
+fn print_error(e: &Error) {
+    eprintln!("Error: {}", one_line(&e.to_string()));
+}
+
+fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
+    if !shell.quiet {
+        println!(
+            "fluss-sql {} - store {}, database '{}'. Type \\? for help, \\q to quit.",
+            env!("CARGO_PKG_VERSION"),
+            shell.session.source().name(),
+            shell.session.current_database()
+        );
+        if demo {
+            println!("Try the demo (orders, customer, nation: lake snapshot + log tail):");
+            for q in SUGGESTED_QUERIES {
+                println!("  {q}");
+            }
+        }
+    }
+    let helper = ShellHelper {
+        names: Arc::new(Mutex::new(None)),
+        session: shell.session.clone(),
+        handle: shell.runtime.handle().clone(),
+    };
+    let names = helper.names.clone();
+    let mut editor: Editor<ShellHelper, DefaultHistory> = Editor::new()
+        .map_err(|e| Error::internal("cannot start the line editor").with_source(e))?;
+    editor.set_helper(Some(helper));
+    let history = history_path();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    loop {
+        let prompt = format!("fluss:{}> ", shell.session.current_database());
+        match editor.readline(&prompt) {
+            Ok(line) => {
+                let input = line.trim();
+                if input.is_empty() {
+                    continue;
+                }
+                let _ = editor.add_history_entry(input);
+                match shell.run(input) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => print_error(&e),
+                }
+                let lower = input.to_ascii_lowercase();
+                if ["create", "drop", "use"].iter().any(|k| lower.contains(k))
+                    && let Ok(mut n) = names.lock()
+                {
+                    *n = None;
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => {
+                return Err(Error::internal("line editor failed").with_source(e));
+            }
+        }
+    }
+    if let Some(path) = &history {
+        let _ = editor.save_history(path);
+    }
+    Ok(())
+}
+
+fn run(args: Args) -> Result<ExitCode> {
+    // Large stacks, as query planning and expression evaluation recurse over
+    // expression trees (only the pages used are committed).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(WORKER_STACK)
+        .build()
+        .map_err(|e| Error::internal("cannot start the runtime").with_source(e))?;
+    let options = SessionOptions {
+        default_database: args.database.clone(),
+        target_partitions: args.target_partitions,
+        memory_limit: args.memory_limit,
+    };
+    let store_location = args.store.clone();
+    let (store, session) = runtime.block_on(async move {
+        let store = Arc::new(LocalStore::open(&store_location).await?);
+        let session = FlussSession::with_options(store.clone(), options).await?;
+        Ok::<_, Error>((store, session))
+    })?;
+    let scripted = !args.command.is_empty() || !args.file.is_empty();
+    // `echo "SELECT 1;" | fluss-sql` runs stdin as a script, as psql does.
+    let piped = !scripted && !std::io::stdin().is_terminal();
+    let interactive_mode = !scripted && !piped;
+    let maxrows = match args.maxrows {
+        Some(MaxRows::Limit(n)) => Some(n),
+        Some(MaxRows::Unlimited) => None,
+        None if interactive_mode => Some(40),
+        None => None,
+    };
+    let mut shell = Shell {
+        session,
+        runtime,
+        format: args.format,
+        maxrows,
+        quiet: args.quiet,
+        timing: true,
+        spinner: std::io::stderr().is_terminal(),
+        interactive: interactive_mode,
+    };
+    if args.demo {
+        let start = Instant::now();
+        let session = shell.session.clone();
+        let scale = args.demo_scale;
+        let summary = shell
+            .block_on_with_spinner(async move { create_demo(&session, &store, scale).await })?;
+        if !args.quiet && summary.created {
+            eprintln!(
+                "Created the demo dataset: {} orders, {} customers, {} nations ({:.1}s)",
+                summary.orders,
+                summary.customers,
+                summary.nations,
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    if !shell.interactive {
+        for command in &args.command {
+            match shell.run_script(command) {
+                Ok(true) => {}
+                Ok(false) => return Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    print_error(&e);
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        for file in &args.file {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| Error::from(e).with_context("file", file.display()))?;
+            match shell.run_script(&text) {
+                Ok(true) => {}
+                Ok(false) => return Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    print_error(&e);
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        if piped {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| Error::from(e).with_context("file", "<stdin>"))?;
+            if let Err(e) = shell.run_script(&text) {
+                print_error(&e);
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    interactive(&mut shell, args.demo)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    fluss_alloc::delay_mimalloc_purge(std::time::Duration::from_secs(1));
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        eprintln!("Error: internal error: {}", one_line(&message));
+    }));
+    let args = Args::parse();
+    // The shell itself runs on a thread with a large stack: statements are planned on it.
+    let shell = std::thread::Builder::new()
+        .name("fluss-sql".into())
+        .stack_size(MAIN_STACK)
+        .spawn(move || run(args));
+    let outcome = match shell {
+        Ok(handle) => handle
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("the shell thread panicked"))),
+        Err(e) => Err(Error::internal("cannot start the shell thread").with_source(e)),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            print_error(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Stack of the thread the shell plans statements on.
+const MAIN_STACK: usize = 256 << 20;
+
+/// Stack of the runtime's worker threads (query execution).
+const WORKER_STACK: usize = 64 << 20;

@@ -1,0 +1,171 @@
+//! Rendering results as text: an aligned table, CSV, TSV, a JSON array or
+//! newline-delimited JSON (the formats of datafusion-cli's `--format`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::csv::WriterBuilder as CsvWriterBuilder;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::json::{ArrayWriter, LineDelimitedWriter};
+use datafusion::arrow::util::pretty::pretty_format_batches_with_schema;
+
+use fluss_datafusion::error::{Error, Result};
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PrintFormat {
+    /// An aligned, boxed table.
+    #[default]
+    Table,
+    /// Comma-separated values with a header.
+    Csv,
+    /// Tab-separated values with a header.
+    Tsv,
+    /// One JSON array of objects.
+    Json,
+    /// One JSON object per line.
+    NdJson,
+}
+
+impl FromStr for PrintFormat {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "table" => Ok(Self::Table),
+            "csv" => Ok(Self::Csv),
+            "tsv" => Ok(Self::Tsv),
+            "json" => Ok(Self::Json),
+            "ndjson" => Ok(Self::NdJson),
+            other => Err(Error::invalid_input(format!(
+                "unknown format '{other}' (table, csv, tsv, json, ndjson)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for PrintFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Table => "table",
+            Self::Csv => "csv",
+            Self::Tsv => "tsv",
+            Self::Json => "json",
+            Self::NdJson => "ndjson",
+        })
+    }
+}
+
+/// The first `max_rows` rows of `batches`.
+fn head(batches: &[RecordBatch], max_rows: usize) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    let mut left = max_rows;
+    for batch in batches {
+        if left == 0 {
+            break;
+        }
+        let take = left.min(batch.num_rows());
+        out.push(batch.slice(0, take));
+        left -= take;
+    }
+    out
+}
+
+/// Renders `batches` (of `schema`) in `format`. `max_rows` limits the rows shown by
+/// the table format only (machine-readable formats always get every row). The text
+/// ends with a newline unless it is empty.
+pub fn format_batches(
+    format: PrintFormat,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    max_rows: Option<usize>,
+) -> Result<String> {
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut out = Vec::<u8>::new();
+    match format {
+        PrintFormat::Table => {
+            let shown = match max_rows {
+                Some(n) if n < total => head(batches, n),
+                _ => batches.to_vec(),
+            };
+            let text = pretty_format_batches_with_schema(schema.clone(), &shown)?;
+            out.extend_from_slice(text.to_string().as_bytes());
+            out.push(b'\n');
+            if let Some(n) = max_rows.filter(|n| *n < total) {
+                out.extend_from_slice(
+                    format!("({n} of {total} rows shown; use --maxrows to see more)\n").as_bytes(),
+                );
+            }
+        }
+        PrintFormat::Csv | PrintFormat::Tsv => {
+            let delimiter = if format == PrintFormat::Csv {
+                b','
+            } else {
+                b'\t'
+            };
+            let mut writer = CsvWriterBuilder::new()
+                .with_header(true)
+                .with_delimiter(delimiter)
+                .build(&mut out);
+            if batches.is_empty() {
+                writer.write(&RecordBatch::new_empty(schema.clone()))?;
+            }
+            for batch in batches {
+                writer.write(batch)?;
+            }
+        }
+        PrintFormat::Json => {
+            if total == 0 {
+                out.extend_from_slice(b"[]");
+            } else {
+                let mut writer = ArrayWriter::new(&mut out);
+                for batch in batches {
+                    writer.write(batch)?;
+                }
+                writer.finish()?;
+            }
+            out.push(b'\n');
+        }
+        PrintFormat::NdJson => {
+            let mut writer = LineDelimitedWriter::new(&mut out);
+            for batch in batches {
+                writer.write(batch)?;
+            }
+            writer.finish()?;
+        }
+    }
+    String::from_utf8(out).map_err(|e| Error::internal("output is not UTF-8").with_source(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::Int64Array;
+
+    use super::*;
+
+    #[test]
+    fn formats() {
+        let batch =
+            RecordBatch::try_from_iter(vec![("a", Arc::new(Int64Array::from(vec![1, 2])) as _)])
+                .unwrap();
+        let schema = batch.schema();
+        let b = [batch];
+        assert_eq!(
+            format_batches(PrintFormat::Csv, &schema, &b, None).unwrap(),
+            "a\n1\n2\n"
+        );
+        assert_eq!(
+            format_batches(PrintFormat::NdJson, &schema, &b, None).unwrap(),
+            "{\"a\":1}\n{\"a\":2}\n"
+        );
+        assert_eq!(
+            format_batches(PrintFormat::Json, &schema, &b, None).unwrap(),
+            "[{\"a\":1},{\"a\":2}]\n"
+        );
+        let t = format_batches(PrintFormat::Table, &schema, &b, Some(1)).unwrap();
+        assert!(t.contains("(1 of 2 rows shown"), "{t}");
+    }
+}

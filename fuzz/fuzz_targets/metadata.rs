@@ -1,0 +1,4 @@
+//! `cargo fuzz run metadata`: see `src/fuzz.rs` for what it exercises.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fluss_datafusion::fuzz::metadata(data));

@@ -1,0 +1,4 @@
+//! `cargo fuzz run segment`: see `src/fuzz.rs` for what it exercises.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fluss_datafusion::fuzz::segment(data));

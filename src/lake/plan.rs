@@ -1,0 +1,98 @@
+//! What a lake plan is made of: plain, serializable values (as iceberg-rust's
+//! `FileScanTask`s are), so planning is apart from reading and a plan can travel.
+//!
+//! A [`LakeSplit`] is one (partition, bucket) group of data files. Files that are
+//! read as they are ([`LakeRead::Parquet`]) go to DataFusion's parquet source, with
+//! a [`ColumnMapping`] saying how their columns map to the table's; the rest
+//! ([`LakeRead::MergeOnRead`]) go back to the lake format's own reader as a
+//! [`MergeTask`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::union::filters::LakePredicate;
+
+/// What the provider asks a lake to plan.
+#[derive(Debug, Clone)]
+pub struct LakeScanRequest {
+    /// The snapshot to read (the readable snapshot of the cut).
+    pub snapshot_id: i64,
+    /// Prunes partitions, buckets and files (never rows: the caller re-applies it).
+    pub filter: Option<LakePredicate>,
+    /// Whether the Fluss table has a primary key (its splits need merging unless the
+    /// lake says they hold one version per key).
+    pub primary_key: bool,
+}
+
+/// The splits of one pinned snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LakePlan {
+    /// The snapshot the plan is pinned to.
+    pub snapshot_id: i64,
+    /// Splits after pruning.
+    pub splits: Vec<LakeSplit>,
+}
+
+/// One data file of a split.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LakeFile {
+    /// Absolute path or URL.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Rows in the file (before deletes).
+    pub rows: i64,
+}
+
+/// How the columns of a plain data file map to the table's columns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ColumnMapping {
+    /// By column name (Paimon).
+    ByName,
+    /// By field id (`PARQUET:field_id`, Iceberg): the id of each table column, in
+    /// table order.
+    ByFieldId(Vec<i32>),
+}
+
+/// A split only the lake format's reader can read (overlapping key levels, delete
+/// rows or files, deletion vectors), in the format's own serialized form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeTask {
+    /// The format's serialized split.
+    pub payload: Vec<u8>,
+    /// Rows in its files (an upper bound of what the merge yields).
+    pub rows: i64,
+}
+
+/// How a split is read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LakeRead {
+    /// Plain parquet files: every physical row is a live row.
+    Parquet(ColumnMapping),
+    /// Merge-on-read through the lake format's reader.
+    MergeOnRead(MergeTask),
+}
+
+/// One (partition, bucket) group of lake files of the pinned snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LakeSplit {
+    /// Fluss partition name (values joined by `$`), for partitioned tables.
+    pub partition_name: Option<String>,
+    /// Lake bucket (= Fluss bucket); `-1` for bucket-unaware tables.
+    pub bucket: i32,
+    /// Data files.
+    pub files: Vec<LakeFile>,
+    /// How to read them.
+    pub read: LakeRead,
+    /// Row count (exact for plain splits, an upper bound for merged ones).
+    pub rows: i64,
+}
+
+impl LakeSplit {
+    /// The merge task, for splits read by the lake format.
+    pub fn merge_task(&self) -> Option<&MergeTask> {
+        match &self.read {
+            LakeRead::MergeOnRead(task) => Some(task),
+            LakeRead::Parquet(_) => None,
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `t$lake$snapshots`: the lake table's snapshots with their Fluss tiering metadata
+//! (the `fluss-offsets` property, and whether Fluss registered the snapshot).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
+use datafusion::error::Result as DfResult;
+
+use crate::source::{FlussSource, FlussTable};
+
+/// The snapshots of `table`'s lake, as a table.
+pub async fn lake_snapshots_table(
+    source: &dyn FlussSource,
+    table: &FlussTable,
+) -> DfResult<Arc<dyn TableProvider>> {
+    let location = source.lake_location(table).await?;
+    let snapshots = match crate::lake::open(&location, table).await? {
+        Some(lake) => lake.snapshots().await?,
+        None => Vec::new(),
+    };
+    let registered = source.registered_lake_snapshots(table).await?;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("snapshot_id", DataType::Int64, false),
+        Field::new("schema_id", DataType::Int64, false),
+        Field::new("commit_user", DataType::Utf8, false),
+        Field::new("commit_kind", DataType::Utf8, false),
+        Field::new(
+            "commit_time",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("total_record_count", DataType::Int64, true),
+        Field::new("fluss_offsets", DataType::Utf8, true),
+        Field::new("registered", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(
+                snapshots.iter().map(|s| s.snapshot_id),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                snapshots.iter().map(|s| s.schema_id),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                snapshots.iter().map(|s| s.commit_user.as_str()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                snapshots.iter().map(|s| s.commit_kind.as_str()),
+            )),
+            Arc::new(
+                TimestampMillisecondArray::from_iter_values(
+                    snapshots.iter().map(|s| s.commit_time_millis),
+                )
+                .with_timezone("UTC"),
+            ),
+            Arc::new(Int64Array::from(
+                snapshots
+                    .iter()
+                    .map(|s| s.total_record_count)
+                    .collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                snapshots
+                    .iter()
+                    .map(|s| s.fluss_offsets.clone())
+                    .collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                snapshots
+                    .iter()
+                    .map(|s| {
+                        registered.as_ref().map(|ids| {
+                            if ids.contains(&s.snapshot_id) {
+                                "yes"
+                            } else {
+                                "no"
+                            }
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            )),
+        ],
+    )?;
+    Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+}

@@ -1,0 +1,53 @@
+//! [`FlussWriter`]: the write side of a source (DDL, DML, tiering), which SQL
+//! sessions and embedding apps use without naming a concrete store.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::execution::memory_pool::MemoryPool;
+use fluss::metadata::{TableDescriptor, TablePath};
+use futures::stream::BoxStream;
+
+use super::{WriteKind, WriteResult};
+use crate::error::Result;
+use crate::lake::tiering::TieringResult;
+
+/// What a source that takes writes offers.
+#[async_trait]
+pub trait FlussWriter: Send + Sync {
+    /// Creates a database.
+    async fn create_database(
+        &self,
+        name: &str,
+        comment: Option<&str>,
+        if_not_exists: bool,
+    ) -> Result<()>;
+
+    /// Drops a database; with `cascade` its tables too.
+    async fn drop_database(&self, name: &str, if_exists: bool, cascade: bool) -> Result<()>;
+
+    /// Creates a table.
+    async fn create_table(
+        &self,
+        path: &TablePath,
+        descriptor: &TableDescriptor,
+        if_not_exists: bool,
+    ) -> Result<()>;
+
+    /// Drops a table.
+    async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()>;
+
+    /// Writes a stream of batches as one all-or-nothing statement, accounting its
+    /// memory in `memory` when given.
+    async fn write(
+        &self,
+        path: &TablePath,
+        kind: WriteKind,
+        rows: BoxStream<'_, Result<RecordBatch>>,
+        memory: Option<&Arc<dyn MemoryPool>>,
+    ) -> Result<WriteResult>;
+
+    /// Tiers the table's log into its lake (one lake snapshot).
+    async fn tier(&self, path: &TablePath) -> Result<TieringResult>;
+}
