@@ -16,7 +16,13 @@ use super::FlussSession;
 use super::error::from_datafusion;
 use super::parse::quote_ident;
 use crate::error::{Error, Result};
-use crate::source::WriteKind;
+use crate::source::{FlussTable, WriteKind};
+use crate::union::filters::key_literals;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::dataframe::DataFrame;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::scalar::ScalarValue;
 use futures::{StreamExt, TryStreamExt};
 
 /// The `count` row DataFusion returns for DML.
@@ -147,18 +153,93 @@ pub async fn delete(
         sql.push_str(p);
     }
     let df = session.context().sql(&sql).await.map_err(from_datafusion)?;
-    let keys = df.execute_stream().await.map_err(from_datafusion)?;
+    // `WHERE k = v [AND ...]` naming every key column deletes those keys without
+    // reading the table, as Fluss's Flink connector pushes such a DELETE down (a key
+    // that is not there still takes an empty changelog batch). Anything else selects
+    // the keys to delete through a union read first.
+    let keys = match literal_keys(&df, &table)? {
+        Some(keys) => futures::stream::iter([Ok(keys)]).boxed(),
+        None => df
+            .execute_stream()
+            .await
+            .map_err(from_datafusion)?
+            .map_err(from_datafusion)
+            .boxed(),
+    };
     let pool = session.context().runtime_env().memory_pool.clone();
     let written = session
         .writer("DELETE")?
-        .write(
-            path,
-            WriteKind::Delete,
-            keys.map_err(from_datafusion).boxed(),
-            Some(&pool),
-        )
+        .write(path, WriteKind::Delete, keys, Some(&pool))
         .await?;
-    count_batch(written.rows)
+    // the rows deleted: the changelog's -D records
+    count_batch(written.records)
+}
+
+/// The keys a DELETE's filter fixes, when it is a conjunction of `k = v` / `k IN
+/// (...)` covering every primary-key column and nothing else.
+fn literal_keys(df: &DataFrame, table: &FlussTable) -> Result<Option<RecordBatch>> {
+    let mut filters = Vec::new();
+    df.logical_plan().apply(|plan| {
+        if let LogicalPlan::Filter(filter) = plan {
+            filters.extend(split_conjunction(&filter.predicate).into_iter().cloned());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    if filters.is_empty() {
+        return Ok(None);
+    }
+    let schema = table.schemas.latest()?.arrow.clone();
+    let key_names = table.info.get_primary_keys();
+    let mut values: Vec<Option<Vec<ScalarValue>>> = vec![None; key_names.len()];
+    for filter in &filters {
+        let fixed = key_literals(filter);
+        let columns: Vec<String> = filter
+            .column_refs()
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        // a conjunct that is not only key literals means rows must be read
+        if fixed.is_empty() || columns.iter().any(|c| !fixed.iter().any(|(k, _)| k == c)) {
+            return Ok(None);
+        }
+        for (column, literals) in fixed {
+            let Some(i) = key_names.iter().position(|k| *k == column) else {
+                return Ok(None);
+            };
+            values[i] = Some(literals);
+        }
+    }
+    let Some(values) = values.into_iter().collect::<Option<Vec<_>>>() else {
+        return Ok(None);
+    };
+    let mut rows: Vec<Vec<ScalarValue>> = vec![Vec::new()];
+    for column in &values {
+        rows = rows
+            .into_iter()
+            .flat_map(|r| {
+                column.iter().map(move |v| {
+                    let mut r = r.clone();
+                    r.push(v.clone());
+                    r
+                })
+            })
+            .collect();
+    }
+    let mut fields = Vec::with_capacity(key_names.len());
+    let mut columns = Vec::with_capacity(key_names.len());
+    for (i, name) in key_names.iter().enumerate() {
+        let field = schema.field_with_name(name)?;
+        let array = ScalarValue::iter_to_array(rows.iter().map(|r| r[i].clone()))?;
+        let Ok(array) = datafusion::arrow::compute::cast(&array, field.data_type()) else {
+            return Ok(None);
+        };
+        fields.push(Field::new(name, field.data_type().clone(), true));
+        columns.push(array);
+    }
+    Ok(Some(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?))
 }
 
 /// `CALL [fluss.]tier('[db.]table')`: tiers the table's log tail into its lake.
