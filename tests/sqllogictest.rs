@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float16Type, Float32Type, Float64Type};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use fluss_datafusion::Error;
