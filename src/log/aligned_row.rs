@@ -49,11 +49,6 @@ impl<'a> AlignedRowReader<'a> {
         Ok(Self { bytes, arity })
     }
 
-    /// Number of fields.
-    pub fn arity(&self) -> usize {
-        self.arity
-    }
-
     fn slot_offset(&self, index: usize) -> Result<usize> {
         if index >= self.arity {
             return Err(Error::data_invalid(format!(

@@ -12,16 +12,19 @@
 //!        | Arrow IPC record batch message, ZSTD/LZ4 buffers (batch.rs / builder.rs)
 //! ```
 
-pub mod aligned_row;
-pub mod batch;
-pub mod builder;
-pub mod compression;
-pub mod decompress;
-pub mod format;
-pub mod reader;
-pub mod schema;
-pub mod segment;
-pub mod statistics;
+pub(crate) mod aligned_row;
+pub(crate) mod batch;
+pub(crate) mod builder;
+pub(crate) mod compression;
+pub(crate) mod decompress;
+pub(crate) mod format;
+pub(crate) mod reader;
+pub(crate) mod schema;
+pub(crate) mod segment;
+pub(crate) mod statistics;
+
+#[cfg(test)]
+mod tests;
 
 pub use batch::{BatchIterator, ChangeTypes, LogBatch};
 pub use builder::LogBatchBuilder;
@@ -31,4 +34,5 @@ pub use reader::{
     BucketLogReader, ChangelogBatch, LogRange, LogReadCounters, LogReadMetrics, LogReadOptions,
 };
 pub use schema::{SchemaHistory, SchemaVersion};
+pub use segment::{SegmentFile, list_segments};
 pub use statistics::{BatchStatistics, ColumnStatistics};

@@ -138,11 +138,6 @@ impl BucketAssigner {
         })
     }
 
-    /// Whether rows are placed by a bucket key (else whole batches round-robin).
-    pub fn has_bucket_key(&self) -> bool {
-        self.encoder.is_some()
-    }
-
     /// The bucket of every row of `batch` (a batch of the full row type).
     pub fn assign(&mut self, batch: &RecordBatch) -> Result<Vec<i32>> {
         let Some(encoder) = self.encoder.as_mut() else {

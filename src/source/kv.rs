@@ -8,7 +8,6 @@
 //! retained batches, never copied row by row.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::interleave_record_batch;
@@ -69,11 +68,13 @@ impl KeyValueState {
     }
 
     /// Number of live keys.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.rows.len()
     }
 
     /// Whether no key is live.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
@@ -284,15 +285,11 @@ impl KeyValueState {
         Ok(())
     }
 
-    /// The live rows as one batch (tests and tiering checks).
+    /// The live rows as one batch.
+    #[cfg(test)]
     pub fn snapshot(&self) -> Result<RecordBatch> {
         let picks: Vec<(usize, usize)> = self.rows.values().copied().collect();
         self.gather(&picks)
-    }
-
-    /// The schema of the rows.
-    pub fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
     }
 }
 
@@ -301,6 +298,7 @@ mod tests {
     use super::*;
     use datafusion::arrow::array::{AsArray, Int64Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    use std::sync::Arc;
 
     fn batch(ids: &[i64], names: &[&str]) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![

@@ -7,11 +7,11 @@
 //! deployment lays them out; a live cluster (fluss-rs `FlussAdmin` +
 //! `RecordBatchLogReader`) can implement the same trait.
 
-pub mod bucketing;
-pub mod kv;
-pub mod layout;
-pub mod local_store;
-pub mod metadata;
+pub(crate) mod bucketing;
+pub(crate) mod kv;
+pub(crate) mod layout;
+pub(crate) mod local_store;
+pub(crate) mod metadata;
 mod writer;
 
 use std::fmt::Debug;

@@ -24,12 +24,16 @@
 //! # Ok(()) }
 //! ```
 
-pub mod ddl;
-pub mod describe;
-pub mod dml;
-pub mod error;
-pub mod parse;
-pub mod statement;
+pub(crate) mod ddl;
+mod describe;
+mod dml;
+mod error;
+pub(crate) mod parse;
+pub(crate) mod statement;
+
+pub use describe::{describe_table, list_tables};
+pub use error::one_line;
+pub use parse::{is_complete, parse_object_name, split_statements};
 
 use std::sync::Arc;
 

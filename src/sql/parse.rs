@@ -124,6 +124,14 @@ pub fn expression_depth(sql: &str) -> Result<usize> {
     Ok(longest + deepest)
 }
 
+/// A possibly qualified object name (`t`, `db.t`, `"a b".t`) and nothing after it.
+pub fn parse_object_name(text: &str) -> Result<Vec<String>> {
+    let mut c = Cursor::new(text)?;
+    let name = c.object_name()?;
+    c.expect_end()?;
+    Ok(name)
+}
+
 /// Whether `input` is a complete statement for an interactive shell: it ends with a
 /// `;` outside quotes and comments (an unterminated quote is incomplete).
 pub fn is_complete(input: &str) -> bool {
@@ -145,11 +153,6 @@ pub fn unescape_string(raw: &str) -> String {
 /// Quotes an identifier for DataFusion (`"name"`, doubling inner quotes).
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// Quotes a string literal (`'text'`, doubling inner quotes).
-pub fn quote_string(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// A cursor over the tokens of one statement; whitespace and comments are skipped by

@@ -28,19 +28,12 @@ pub struct UnionCut {
     pub snapshot: Option<ReadableSnapshot>,
     /// Every bucket of every selected partition with its log range.
     pub buckets: Vec<BucketCut>,
-    /// Partition names present in Fluss (to tell lake-only partitions apart).
-    pub fluss_partitions: Vec<String>,
 }
 
 impl UnionCut {
     /// The snapshot id, if any.
     pub fn snapshot_id(&self) -> Option<i64> {
         self.snapshot.as_ref().map(|s| s.snapshot_id)
-    }
-
-    /// Total number of log offsets in the cut.
-    pub fn log_offsets(&self) -> i64 {
-        self.buckets.iter().map(|b| b.range.offsets() as i64).sum()
     }
 }
 
@@ -62,11 +55,9 @@ pub async fn plan_cut(
     };
     let buckets_per_partition = table.info.get_num_buckets();
     let mut locations = Vec::new();
-    let mut fluss_partitions = Vec::new();
     if table.info.is_partitioned() {
         for partition in source.list_partitions(table).await? {
             let name = partition.get_partition_name();
-            fluss_partitions.push(name.clone());
             // The `__historical__` partition only exists in the lake.
             if name.contains("__historical__") || !keep_partition(&name) {
                 continue;
@@ -106,11 +97,7 @@ pub async fn plan_cut(
         })?;
         buckets.push(BucketCut { location, range });
     }
-    Ok(UnionCut {
-        snapshot,
-        buckets,
-        fluss_partitions,
-    })
+    Ok(UnionCut { snapshot, buckets })
 }
 
 /// The log range a bucket contributes: from the offset tiered into the snapshot (or

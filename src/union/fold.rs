@@ -224,6 +224,7 @@ impl ChangelogFold {
     }
 
     /// Changelog records folded.
+    #[cfg(test)]
     pub fn records(&self) -> usize {
         self.records
     }

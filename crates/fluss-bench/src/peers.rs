@@ -26,8 +26,9 @@ use datafusion::datasource::listing::{
 use datafusion::prelude::SessionContext;
 use fluss::metadata::TablePath;
 use fluss_datafusion::lake::LakeScanRequest;
-use fluss_datafusion::log::segment::list_segments;
-use fluss_datafusion::log::{BatchIterator, BucketLogReader, LogRange, LogReadOptions};
+use fluss_datafusion::log::{
+    BatchIterator, BucketLogReader, LogRange, LogReadOptions, list_segments,
+};
 use fluss_datafusion::source::{FlussSource, LocalStore};
 use serde_json::Value;
 

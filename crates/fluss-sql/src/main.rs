@@ -26,10 +26,10 @@ use clap::Parser;
 use demo::{DEMO_DATABASE, SUGGESTED_QUERIES, create_demo};
 use fluss_datafusion::error::{Error, Result};
 use fluss_datafusion::source::LocalStore;
-use fluss_datafusion::sql::describe::{describe_table, list_tables};
-use fluss_datafusion::sql::error::one_line;
-use fluss_datafusion::sql::parse::{Cursor, is_complete, split_statements};
-use fluss_datafusion::sql::{FlussSession, SessionOptions, StatementResult};
+use fluss_datafusion::sql::{
+    FlussSession, SessionOptions, StatementResult, describe_table, is_complete, list_tables,
+    one_line, parse_object_name, split_statements,
+};
 use print::{PrintFormat, format_batches};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -285,7 +285,7 @@ impl Shell {
                 self.print(&batch.schema(), std::slice::from_ref(&batch))?;
             }
             "d" => {
-                let name = Cursor::new(arg)?.object_name()?;
+                let name = parse_object_name(arg)?;
                 let session = self.session.clone();
                 let sections = self
                     .runtime

@@ -20,7 +20,7 @@ use paimon::spec::{
 };
 use paimon::{CatalogOptions, FileSystemCatalog, Options};
 
-pub mod scan;
+pub(crate) mod scan;
 pub(crate) mod tiering;
 
 use datafusion::arrow::array::RecordBatch;

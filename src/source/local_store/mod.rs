@@ -31,8 +31,8 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use tokio::sync::Mutex;
 
-pub use self::conform::conform_batch;
-pub use self::intent::WriteIntent;
+#[cfg(any(fuzzing, test))]
+pub(crate) use self::intent::WriteIntent;
 pub(crate) use self::write::WriteGuard;
 pub use self::write::WriteKind;
 use self::write::WriterState;

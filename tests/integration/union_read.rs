@@ -1,7 +1,5 @@
 //! Union read through SQL: lake snapshot + log tail, log and primary-key tables.
 
-mod common;
-
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray};

@@ -3,7 +3,7 @@
 //!   `tests/python/gen_paimon_fixtures.py`) read by this crate's Paimon side;
 //! - tables this crate's tiering wrote, read by pypaimon (`tests/python/read_paimon.py`).
 
-mod common;
+use super::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! Integration tests of the Fluss log batch codec (`src/log`) and segment files.
+//! Tests of the Fluss log batch codec and segment files (inside the crate: they reach
+//! segment framing and recovery, which are not public).
 //!
 //! The byte layout checked here is `docs/reference/fluss-formats.md` §1: little-endian header,
 //! CRC-32C from `SchemaId` to the end, V0/V1/V2 header sizes 48/52/56, change-type vector
@@ -8,6 +9,15 @@ use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use crate::ErrorKind;
+use crate::log::reader::bucket_offsets;
+use crate::log::segment::{SegmentFile, SegmentWriter, frame_segment, list_segments};
+use crate::log::{
+    ArrowCompression, BatchIterator, BatchStatistics, BucketLogReader, ChangeTypes, ChangelogBatch,
+    LogBatch, LogBatchBuilder, LogMagic, LogRange, LogReadMetrics, LogReadOptions, SchemaHistory,
+    SchemaVersion,
+};
+use crate::storage::Storage;
 use bytes::Bytes;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Date32Array, Decimal128Array, Int32Array, Int64Array,
@@ -21,15 +31,6 @@ use datafusion::prelude::{SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 use fluss::metadata::{Column, DataTypes, Schema};
 use fluss::record::ChangeType;
-use fluss_datafusion::ErrorKind;
-use fluss_datafusion::log::reader::bucket_offsets;
-use fluss_datafusion::log::segment::{SegmentFile, SegmentWriter, frame_segment, list_segments};
-use fluss_datafusion::log::{
-    ArrowCompression, BatchIterator, BatchStatistics, BucketLogReader, ChangeTypes, ChangelogBatch,
-    LogBatch, LogBatchBuilder, LogMagic, LogRange, LogReadMetrics, LogReadOptions, SchemaHistory,
-    SchemaVersion,
-};
-use fluss_datafusion::storage::Storage;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -207,7 +208,7 @@ async fn read_range(
     schemas: &Arc<SchemaHistory>,
     target_id: i32,
     options: LogReadOptions,
-) -> fluss_datafusion::Result<(Vec<ChangelogBatch>, LogReadMetrics)> {
+) -> crate::Result<(Vec<ChangelogBatch>, LogReadMetrics)> {
     let target = schemas.get(target_id)?;
     BucketLogReader::new(
         storage.clone(),

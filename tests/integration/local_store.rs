@@ -1,7 +1,7 @@
 //! LocalStore end to end: metadata in Fluss's layout, log and PK writes, changelog
 //! reads, tiering to Paimon with crash recovery.
 
-mod common;
+use super::common;
 
 use std::sync::Arc;
 

@@ -1,6 +1,5 @@
 //! Helpers shared by the integration tests: rendering Arrow rows as JSON values with
 //! the rules of `tests/python/paimon_render.py`, so Rust and Python results compare.
-#![allow(dead_code)]
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::TimeUnit;

@@ -68,7 +68,12 @@ async fn child() {
 
 fn spawn(task: String) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "concurrent_writers::child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, task)
         .stdout(std::process::Stdio::null())
         .spawn()

@@ -1,0 +1,19 @@
+//! The integration tests, one binary (each test file of its own would link the whole
+//! dependency tree again): union reads, the LocalStore, bad input and damaged stores,
+//! crash points, concurrent writers, a source that is not a LocalStore, the Java
+//! golden statistics, pypaimon as an oracle, and the differential test against a
+//! model.
+
+#[allow(dead_code)]
+mod common;
+
+mod bad_input;
+mod concurrent_writers;
+mod crash_points;
+mod differential;
+mod foreign_source;
+mod local_store;
+mod log_statistics_golden;
+mod no_silent_loss;
+mod pypaimon_interop;
+mod union_read;
