@@ -273,7 +273,7 @@ impl From<DataFusionError> for Error {
 }
 
 /// Our errors cross into DataFusion whole, kind and context intact, and are taken
-/// back out by downcasting ([`Error::from_datafusion`]), never by parsing messages.
+/// back out by downcasting ([`Error::take_from`]), never by parsing messages.
 impl From<Error> for DataFusionError {
     fn from(e: Error) -> Self {
         DataFusionError::External(Box::new(e))

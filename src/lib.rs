@@ -1,29 +1,46 @@
 //! # fluss-datafusion
 //!
 //! Union read of Apache Fluss tables in Apache DataFusion: one scan that merges a
-//! table's tiered lake snapshot (Apache Paimon parquet) with the Fluss log tail that
-//! has not been tiered yet.
+//! table's tiered lake snapshot (parquet files of its Paimon lake) with the Fluss log
+//! tail that has not been tiered yet, projection and filters pushed to both sides.
 //!
 //! ```text
-//!                 SQL / DataFusion SessionContext
+//!        SQL shell / embedding app / benchmark            (DataFusion SessionContext)
 //!                               |
-//!          FlussCatalog -> FlussTableProvider (plans the cut)
-//!                 /                                  \
-//!   lake side (src/lake): snapshot S            log side (src/log, src/source):
-//!   paimon splits -> parquet                    per bucket [offset_b(S), high watermark)
-//!                 \                                  /
-//!           log tables: concatenate; PK tables: fold the tail by key (src/union)
+//!   FlussCatalog ── FlussTableProvider::scan pins the cut: readable lake snapshot S
+//!        |          + per bucket [offset_b(S), high watermark)       (union::cut)
+//!        |          and places each filter on the sides that may use it (union::filters)
+//!        v
+//!   dyn FlussSource ─ metadata, snapshot pointers, offsets, bounded log reads,
+//!        |            lake_location(table), writer()      LocalStore | a cluster source
+//!        v
+//!   lake::open(location) ─> dyn LakeTable ─ plan(S, filter) -> LakePlan (plain splits)
+//!        |                                  read(merge tasks) -> arrow batches
+//!        v
+//!   plain lake files ──> DataFusion's parquet source          merge tasks ──> the lake's reader
+//!   log ranges       ──> FlussLogScanExec (log codec: CRC-32C, V1 statistics skipping)
+//!        |
+//!   log tables: lake ++ tail          PK tables: per bucket, fold the tail by key (last
+//!                                     change wins), anti-join the lake rows, add live
+//!                                     tail rows (FlussPrimaryKeyScanExec)
 //! ```
 //!
+//! The provider names neither a store nor a lake format: it talks to [`FlussSource`]
+//! and [`lake::LakeTable`], and plan values (cut, splits, ranges) are plain data.
+//!
 //! Modules (one concept each):
-//! - [`log`]: the Fluss log batch codec (V0/V1/V2, CRC-32C, V1 statistics) and segments
-//!   (fluss-rs keeps its codec private).
-//! - [`source`]: the [`FlussSource`] trait (what a union read needs from Fluss) and the
-//!   embedded [`LocalStore`], laid out exactly as a Fluss deployment lays out its data.
-//! - [`lake`]: Paimon planning/reading, the arrow 58 -> 59 bridge, and [`tier`]ing.
-//! - [`union`]: the pinned cut and the primary-key changelog fold.
-//! - [`provider`]: [`FlussCatalog`], [`FlussTableProvider`] and the scan nodes.
-//! - [`storage`], [`error`]: the store root and the crate's error type.
+//! - [`source`]: the [`FlussSource`] and [`source::FlussWriter`] traits and the
+//!   embedded [`LocalStore`], laid out exactly as a Fluss deployment lays out its data
+//!   (one writer at a time, all-or-nothing statements, durable writes).
+//! - [`lake`]: the lake-format trait, its plan values, Paimon as its first
+//!   implementation, and [`tier`]ing the LocalStore's log into the lake.
+//! - [`union`]: filter placement (which side may use a filter, and whether it is
+//!   exact); the cut and the primary-key fold are internal.
+//! - [`provider`]: [`FlussCatalog`], [`FlussTableProvider`], the virtual tables.
+//! - [`log`]: the Fluss log batch codec (V0/V1/V2, CRC-32C, V1 statistics) and
+//!   segment files; fluss-rs keeps its own private.
+//! - [`sql`]: [`sql::FlussSession`]: Fluss DDL and DML over any source.
+//! - [`storage`], [`error`]: where a store's bytes live, and the one error type.
 //!
 //! # Example
 //!
@@ -50,7 +67,7 @@ pub mod source;
 pub mod storage;
 pub mod union;
 
-/// SQL over a LocalStore: DDL, DML, `CALL tier`, output formats ([`sql::FlussSession`]).
+/// SQL over a Fluss source: DDL, DML, `CALL fluss.tier` ([`sql::FlussSession`]).
 pub mod sql;
 
 #[cfg(any(fuzzing, test))]

@@ -1,6 +1,6 @@
-//! SQL over a Fluss source: [`FlussSession`] wraps a DataFusion `SessionContext` with
+//! SQL over a Fluss source: [`FlussSession`](crate::sql::FlussSession) wraps a DataFusion `SessionContext` with
 //! the [`FlussCatalog`] registered as catalog `fluss`, and runs DDL and DML through the
-//! source's [`FlussWriter`] (a LocalStore takes writes; a read-only source refuses
+//! source's [`FlussWriter`](crate::source::FlussWriter) (a LocalStore takes writes; a read-only source refuses
 //! them clearly). The `fluss-sql` shell and embedding applications share it.
 //!
 //! ```text
@@ -52,7 +52,7 @@ use crate::source::{FlussSource, FlussWriter};
 /// The catalog name the session registers the store under.
 pub const CATALOG: &str = "fluss";
 
-/// Deepest expression nesting a statement may have ([`parse::expression_depth`]).
+/// Deepest expression nesting a statement may have (its expression depth, estimated from its tokens).
 /// DataFusion plans a chain of n operators in O(n²) (each level renders its own
 /// name), so far deeper statements would not finish anyway.
 pub const MAX_EXPRESSION_DEPTH: usize = 10_000;

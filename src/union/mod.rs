@@ -1,5 +1,5 @@
 //! Union read logic, independent of DataFusion's plan types: the pinned cut
-//! ([`cut`]) and the primary-key merge of lake rows with the log tail ([`fold`]).
+//! (`cut`) and the primary-key merge of lake rows with the log tail (`fold`).
 
 pub(crate) mod cut;
 pub mod filters;
