@@ -537,6 +537,34 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn the_writer_lock_is_exclusive_on_files_and_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = [
+            Storage::open(dir.path().to_str().unwrap()).unwrap(),
+            Storage::open("memory:///").unwrap(),
+        ];
+        for storage in stores {
+            let held = storage.lock_writer(Duration::from_secs(1)).await.unwrap();
+            let e = storage
+                .lock_writer(Duration::from_millis(50))
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Busy);
+            assert!(
+                e.to_string()
+                    .contains(&format!("store is locked by pid {}", std::process::id())),
+                "{e}"
+            );
+            drop(held);
+            // released: the next writer gets it (an object lock is removed just after)
+            let again = storage.lock_writer(Duration::from_secs(5)).await.unwrap();
+            if let Some(previous) = again.previous_generation {
+                assert_eq!(again.generation, previous + 1);
+            }
+        }
+    }
+
     #[test]
     fn a_store_location_that_is_a_file_or_a_dangling_link_says_so() {
         let dir = tempfile::tempdir().unwrap();
