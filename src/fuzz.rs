@@ -100,6 +100,9 @@ pub fn segment(data: &[u8]) {
             base_offset: 0,
             path: format!("{dir}/00000000000000000000.log"),
         };
+        // every input is a new file: what the process-wide framing memo learnt of the
+        // last one's bytes does not hold
+        crate::log::segment::forget_framing(&storage, &file.path);
         let bytes = Bytes::copy_from_slice(bytes);
         for is_last in [true, false] {
             let _ = frame_segment(bytes.clone(), &file, is_last);
@@ -411,9 +414,20 @@ mod tests {
         }
     }
 
+    thread_local! {
+        /// Panics raised on this thread, even those caught by `catch_unwind` (the
+        /// fuzzers treat every panic as a crash, so the replay does too).
+        static PANICS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     /// Runs every committed corpus input through its entry point.
     #[test]
     fn corpora_replay_without_panics() {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.with(|p| p.set(p.get() + 1));
+            previous(info)
+        }));
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
         type Entry = fn(&[u8]);
         let targets: [(&str, Entry); 4] = [
@@ -429,6 +443,8 @@ mod tests {
             {
                 let path = file.unwrap().path();
                 entry(&std::fs::read(&path).unwrap());
+                let panics = PANICS.with(|p| p.replace(0));
+                assert_eq!(panics, 0, "{name}: {} panicked", path.display());
                 inputs += 1;
             }
             assert!(inputs > 0, "no corpus for {name}");

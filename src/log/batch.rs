@@ -390,6 +390,7 @@ pub fn decode_arrow_message(
         })?;
     let body = message.slice(meta_end..body_end);
     validate_layout(&header, &body, expected_rows)?;
+    super::buffer_check::check_buffer_sizes(&header, &body, schema)?;
     // Compressed buffers of the projected columns are decompressed here with a reused
     // per-thread context (see decompress.rs); arrow-ipc then slices the result.
     let decompressed = decompress_projected(&header, &body, schema, projection)?;

@@ -228,7 +228,7 @@ fn prefix(buffer: &ipc::Buffer, body: &[u8]) -> Result<[u8; 8]> {
 
 /// Bytes a needed buffer takes once decompressed (0 for an empty buffer), and
 /// whether it is stored as is (a -1 prefix) rather than compressed.
-fn uncompressed_length(buffer: &ipc::Buffer, body: &[u8]) -> Result<(usize, bool)> {
+pub(super) fn uncompressed_length(buffer: &ipc::Buffer, body: &[u8]) -> Result<(usize, bool)> {
     if buffer.length() == 0 {
         return Ok((0, false));
     }

@@ -14,6 +14,7 @@
 
 pub(crate) mod aligned_row;
 pub(crate) mod batch;
+mod buffer_check;
 pub(crate) mod builder;
 pub(crate) mod compression;
 pub(crate) mod decompress;
