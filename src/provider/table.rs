@@ -48,7 +48,7 @@ use crate::lake::{
     LakeFile, LakeLocation, LakePlan, LakeScanRequest, LakeSplit, LakeTable, MergeTask,
 };
 use crate::source::{FlussSource, FlussTable};
-use crate::union::filters::{KeyColumns, PlacedFilters, lake_predicate, place};
+use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
 use crate::union::{UnionCut, plan_cut};
 
 /// Decides from a partition name whether the partition can hold matching rows.
@@ -182,19 +182,7 @@ impl FlussTableProvider {
         let Some(values) = filters.bucket_values() else {
             return Ok(None);
         };
-        let mut rows: Vec<Vec<ScalarValue>> = vec![Vec::new()];
-        for column in &values {
-            rows = rows
-                .into_iter()
-                .flat_map(|r| {
-                    column.iter().map(move |v| {
-                        let mut r = r.clone();
-                        r.push(v.clone());
-                        r
-                    })
-                })
-                .collect();
-        }
+        let rows = combinations(&values);
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for field in self.schema.fields() {
             let column = match bucket_keys.iter().position(|k| k == field.name()) {

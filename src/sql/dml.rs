@@ -17,7 +17,7 @@ use super::error::from_datafusion;
 use super::parse::quote_ident;
 use crate::error::{Error, Result};
 use crate::source::{FlussTable, WriteKind};
-use crate::union::filters::key_literals;
+use crate::union::filters::{combinations, key_literals};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::LogicalPlan;
@@ -212,19 +212,7 @@ fn literal_keys(df: &DataFrame, table: &FlussTable) -> Result<Option<RecordBatch
     let Some(values) = values.into_iter().collect::<Option<Vec<_>>>() else {
         return Ok(None);
     };
-    let mut rows: Vec<Vec<ScalarValue>> = vec![Vec::new()];
-    for column in &values {
-        rows = rows
-            .into_iter()
-            .flat_map(|r| {
-                column.iter().map(move |v| {
-                    let mut r = r.clone();
-                    r.push(v.clone());
-                    r
-                })
-            })
-            .collect();
-    }
+    let rows = combinations(&values);
     let mut fields = Vec::with_capacity(key_names.len());
     let mut columns = Vec::with_capacity(key_names.len());
     for (i, name) in key_names.iter().enumerate() {

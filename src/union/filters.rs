@@ -299,6 +299,25 @@ pub fn key_literals(filter: &Expr) -> Vec<(String, Vec<ScalarValue>)> {
     }
 }
 
+/// Every combination of one value per column (the keys a set of `k IN (...)`
+/// filters fixes), in column order.
+pub(crate) fn combinations(values: &[Vec<ScalarValue>]) -> Vec<Vec<ScalarValue>> {
+    let mut rows: Vec<Vec<ScalarValue>> = vec![Vec::new()];
+    for column in values {
+        rows = rows
+            .into_iter()
+            .flat_map(|r| {
+                column.iter().map(move |v| {
+                    let mut r = r.clone();
+                    r.push(v.clone());
+                    r
+                })
+            })
+            .collect();
+    }
+    rows
+}
+
 /// A filter as lake formats prune with it: comparisons of columns with literals,
 /// null tests and `IN` lists, combined by AND and OR. Lake formats translate it into
 /// their own predicates; a part they cannot express widens the pruning (an AND drops

@@ -286,7 +286,10 @@ async fn an_unknown_lake_format_or_bucket_count_fails_at_open_naming_the_file() 
     );
     std::fs::write(&file, iceberg).unwrap();
     let e = f.error("SELECT * FROM t").await;
-    assert!(e.contains("lake format iceberg is not supported yet"), "{e}");
+    assert!(
+        e.contains("lake format iceberg is not supported yet"),
+        "{e}"
+    );
     assert!(!e.contains("warehouse"), "{e}");
     for count in ["0", "-1", "2000000000"] {
         let damaged = json.replace("\"bucket_count\":3", &format!("\"bucket_count\":{count}"));

@@ -314,13 +314,33 @@ impl LocalStore {
     ) -> Result<Option<ReadableSnapshot>> {
         let lake = self.lake_table(table.table_id()).await?;
         if let Some(entry) = lake.latest() {
-            let offsets = self.read_offsets_file(&entry.tiered_offsets).await?;
-            return Ok(Some(ReadableSnapshot {
-                snapshot_id: entry.snapshot_id,
-                offsets,
-            }));
+            return self
+                .snapshot_with_offsets(table, entry.snapshot_id, &entry.tiered_offsets)
+                .await
+                .map(Some);
         }
         Ok(legacy_snapshot(&lake, table.table_id()))
+    }
+
+    /// Snapshot `snapshot_id` of `table` with the offsets of the file at `path`,
+    /// checked to be the table's.
+    async fn snapshot_with_offsets(
+        &self,
+        table: &FlussTable,
+        snapshot_id: i64,
+        path: &str,
+    ) -> Result<ReadableSnapshot> {
+        let offsets = self.read_offsets_file(path).await?;
+        offsets
+            .check_table(table.table_id(), table.info.get_num_buckets())
+            .map_err(|e| {
+                e.with_context("table", table.path.to_string())
+                    .with_context("file", path)
+            })?;
+        Ok(ReadableSnapshot {
+            snapshot_id,
+            offsets,
+        })
     }
 
     /// Earliest offset and high watermark of each bucket, as readers may see them: a
@@ -412,17 +432,10 @@ impl FlussSource for LocalStore {
                 .readable_offsets
                 .as_deref()
                 .unwrap_or(&entry.tiered_offsets);
-            let offsets = self.read_offsets_file(path).await?;
-            offsets
-                .check_table(table.table_id(), table.info.get_num_buckets())
-                .map_err(|e| {
-                    e.with_context("table", table.path.to_string())
-                        .with_context("file", path)
-                })?;
-            return Ok(Some(ReadableSnapshot {
-                snapshot_id: entry.snapshot_id,
-                offsets,
-            }));
+            return self
+                .snapshot_with_offsets(table, entry.snapshot_id, path)
+                .await
+                .map(Some);
         }
         Ok(legacy_snapshot(&lake, table.table_id()))
     }
