@@ -7,8 +7,10 @@ seconds="${1:-3600}"
 mkdir -p logs
 cargo +nightly fuzz build -O
 run() {
+  # fork mode keeps fuzzing past a finding (each is saved under artifacts/)
   nice -n 19 cargo +nightly fuzz run -O "$1" -- -max_total_time="$seconds" -timeout=10 \
-    -rss_limit_mb=4096 -print_final_stats=1 > "logs/$1.log" 2>&1
+    -rss_limit_mb=4096 -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -print_final_stats=1 > "logs/$1.log" 2>&1
 }
 for pair in "log_batches segment" "metadata sql_statement"; do
   set -- $pair

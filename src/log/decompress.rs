@@ -29,8 +29,10 @@ const STORED_UNCOMPRESSED: i64 = -1;
 const BUFFER_ALIGNMENT: usize = 64;
 
 /// Largest body the decompressed buffers of one batch may add up to; it stops a
-/// corrupt length prefix from making us reserve absurd amounts of memory.
-const MAX_BODY_BYTES: usize = 1 << 31;
+/// corrupt length prefix from making us reserve (and zero) absurd amounts of memory.
+/// A Fluss batch holds about `client.writer.batch-size` (2 MiB by default) of Arrow
+/// data, so this leaves two orders of magnitude of room.
+const MAX_BODY_BYTES: usize = 256 << 20;
 
 thread_local! {
     /// One ZSTD decompression context per thread, reused for every buffer.
@@ -94,12 +96,25 @@ pub fn decompress_projected(
     let mut layout = Vec::with_capacity(buffers.len());
     let mut stored = Vec::with_capacity(buffers.len());
     let mut total = 0usize;
-    for (buffer, needed) in buffers.iter().zip(&needed) {
+    for (i, (buffer, needed)) in buffers.iter().zip(&needed).enumerate() {
         let (length, as_is) = if *needed {
             uncompressed_length(buffer, body)?
         } else {
             (0, false)
         };
+        // A ZSTD frame records its own content size: a length prefix that disagrees is
+        // damaged, and is caught before anything is allocated for it.
+        if *needed && !as_is && length > 0 && matches!(codec, Codec::Zstd) {
+            let start = buffer.offset() as usize + 8;
+            let frame = &body[start..buffer.offset() as usize + buffer.length() as usize];
+            if let Ok(Some(content)) = zstd::zstd_safe::get_frame_content_size(frame)
+                && content != length as u64
+            {
+                return Err(Error::data_invalid(format!(
+                    "Arrow buffer {i} declares {length} bytes but its ZSTD frame holds {content}"
+                )));
+            }
+        }
         layout.push(ipc::Buffer::new(total as i64, length as i64));
         stored.push(as_is);
         total = total
