@@ -276,11 +276,19 @@ fn timestamp_scalar(millis: i64, nanos: i32, precision: u32, tz: Option<Arc<str>
         TimeUnit::Second => ScalarValue::TimestampSecond(Some(millis.div_euclid(1000)), tz),
         TimeUnit::Millisecond => ScalarValue::TimestampMillisecond(Some(millis), tz),
         TimeUnit::Microsecond => ScalarValue::TimestampMicrosecond(
-            Some(millis.saturating_mul(1000).saturating_add((nanos / 1000) as i64)),
+            Some(
+                millis
+                    .saturating_mul(1000)
+                    .saturating_add((nanos / 1000) as i64),
+            ),
             tz,
         ),
         TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(
-            Some(millis.saturating_mul(1_000_000).saturating_add(nanos as i64)),
+            Some(
+                millis
+                    .saturating_mul(1_000_000)
+                    .saturating_add(nanos as i64),
+            ),
             tz,
         ),
     }

@@ -5,6 +5,9 @@
 //! with apache/fluss `BucketingFunction.of(lakeFormat)`:
 //! - Paimon: `abs(murmur3_42(key) % n)` (`PaimonBucketingFunction`), so Fluss bucket b
 //!   is Paimon bucket b and a PK union read can pair them.
+//! - Iceberg: `(murmur3_32(key) & i32::MAX) % n` (`IcebergBucketingFunction`, Guava's
+//!   `murmur3_32_fixed`, the hash of Iceberg's `bucket` transform), so Fluss bucket b
+//!   is the lake's `bucket(key, n)` = b.
 //! - none / Lance: `murmurHash(murmur3_42(key)) % n` (`FlussBucketingFunction`).
 //!
 //! fluss-rs keeps its bucketing functions private; the hashes below follow its
@@ -59,6 +62,26 @@ pub fn murmur3_seed42(data: &[u8]) -> i32 {
     bit_mix(h ^ data.len() as u32) as i32
 }
 
+/// Standard MurmurHash3 x86 32-bit with seed 0 (Guava `murmur3_32_fixed`): tail
+/// bytes are combined into one block, unlike [`murmur3_seed42`].
+pub fn murmur3_32(data: &[u8]) -> u32 {
+    let mut h = 0u32;
+    let chunks = data.chunks_exact(4);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        h = mix_h1(
+            h,
+            mix_k1(u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])),
+        );
+    }
+    let k = tail
+        .iter()
+        .enumerate()
+        .fold(0u32, |k, (i, b)| k | ((*b as u32) << (8 * i)));
+    h ^= mix_k1(k);
+    bit_mix(h ^ data.len() as u32)
+}
+
 /// Flink `MathUtils.murmurHash(int)`: a non-negative mix of an int.
 pub fn murmur_hash_int(input: i32) -> i32 {
     let mut h = mix_k1(input as u32).rotate_left(13);
@@ -81,15 +104,10 @@ pub fn bucket_of_key(key: &[u8], num_buckets: i32, lake: Option<&DataLakeFormat>
             "bucket count must be positive, got {num_buckets}"
         )));
     }
-    let hash = murmur3_seed42(key);
     Ok(match lake {
-        Some(DataLakeFormat::Paimon) => (hash % num_buckets).wrapping_abs(),
-        Some(DataLakeFormat::Iceberg) => {
-            return Err(Error::unsupported(
-                "Iceberg bucketing is not implemented by the LocalStore writer yet",
-            ));
-        }
-        _ => murmur_hash_int(hash) % num_buckets,
+        Some(DataLakeFormat::Paimon) => (murmur3_seed42(key) % num_buckets).wrapping_abs(),
+        Some(DataLakeFormat::Iceberg) => (murmur3_32(key) as i32 & i32::MAX) % num_buckets,
+        _ => murmur_hash_int(murmur3_seed42(key)) % num_buckets,
     })
 }
 
@@ -173,6 +191,20 @@ mod tests {
         assert_eq!(murmur_hash_int(42), 0x43A4_6E1D);
         assert_eq!(murmur_hash_int(-77), 0x2EEB_27DE);
         assert!(murmur_hash_int(12345) >= 0);
+    }
+
+    #[test]
+    fn iceberg_buckets_match_the_reference_vectors() {
+        // fluss-rs bucketing/mod.rs `test_iceberg_bucketing` (Java IcebergBucketingFunction)
+        let iceberg = Some(&DataLakeFormat::Iceberg);
+        assert_eq!(bucket_of_key(&[0, 10], 7, iceberg).unwrap(), 3);
+        assert_eq!(bucket_of_key(&[0, 10, 10, 10], 12, iceberg).unwrap(), 4);
+        let uuid = "2bb87d68-baf9-4e64-90f9-f80910419fa6".as_bytes();
+        assert_eq!(bucket_of_key(uuid, 16, iceberg).unwrap(), 12);
+        let fox = "The quick brown fox jumps over the lazy dog".as_bytes();
+        assert_eq!(bucket_of_key(fox, 8, iceberg).unwrap(), 3);
+        // Guava's murmur3_32 of "hello"
+        assert_eq!(murmur3_32(b"hello"), 0x248B_FA47);
     }
 
     #[test]
