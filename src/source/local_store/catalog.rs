@@ -16,7 +16,7 @@ use crate::source::layout::{self, validate_name, validate_partition_name};
 use crate::source::metadata::{
     DatabaseRegistration, LakeSnapshotEntry, PartitionRegistration, TableRegistration,
 };
-use crate::source::{FlussSource, FlussTable};
+use crate::source::{FlussSource, FlussTable, MAX_BUCKETS};
 
 impl LocalStore {
     /// The next value of an id counter (`table_seqid`, `partition_seqid`); the caller
@@ -212,9 +212,9 @@ impl LocalStore {
             .table_distribution()
             .and_then(|d| d.bucket_count())
             .unwrap_or(1);
-        if bucket_count <= 0 {
+        if !(1..=MAX_BUCKETS).contains(&bucket_count) {
             return Err(Error::invalid_input(format!(
-                "bucket count must be positive, got {bucket_count}"
+                "bucket count must be between 1 and {MAX_BUCKETS}, got {bucket_count}"
             )));
         }
         let table_id = self.next_id(guard, &layout::table_seqid_node()).await?;
