@@ -97,6 +97,10 @@ pub struct ChangelogFold {
     key_range: Option<(i64, i64)>,
     /// Where the fold's memory is accounted (the query's memory pool), if anywhere.
     memory: Option<MemoryReservation>,
+    /// Running totals for [`Self::memory_size`], kept per batch so accounting stays
+    /// O(1) per batch instead of rescanning every batch and key.
+    batch_bytes: usize,
+    key_bytes: usize,
 }
 
 impl ChangelogFold {
@@ -120,6 +124,8 @@ impl ChangelogFold {
             touched: std::sync::OnceLock::new(),
             key_range: None,
             memory: None,
+            batch_bytes: 0,
+            key_bytes: 0,
         })
     }
 
@@ -157,6 +163,7 @@ impl ChangelogFold {
             ));
         }
         self.batches.push(batch.clone());
+        self.batch_bytes += batch.get_array_memory_size();
         let index = ((self.batches.len() - 1) as u64) << 32;
         let value = |row: usize, change: &ChangeType| match change {
             ChangeType::UpdateBefore | ChangeType::Delete => DELETED,
@@ -187,7 +194,11 @@ impl ChangelogFold {
                 let keys = converter.convert_columns(&columns)?;
                 for (row, change) in change_types.iter().enumerate() {
                     if !superseded(change_types, row, |a, b| keys.row(a) == keys.row(b)) {
-                        map.insert(keys.row(row).as_ref().into(), value(row, change));
+                        let key = keys.row(row);
+                        let len = key.as_ref().len();
+                        if map.insert(key.as_ref().into(), value(row, change)).is_none() {
+                            self.key_bytes += len;
+                        }
                     }
                 }
             }
@@ -198,21 +209,15 @@ impl ChangelogFold {
 
     /// Bytes the fold holds: the tail's batches and the key map.
     pub fn memory_size(&self) -> usize {
-        let batches: usize = self
-            .batches
-            .iter()
-            .map(RecordBatch::get_array_memory_size)
-            .sum();
         let map = match &self.latest {
             KeyIndex::Integer(m) => m.capacity() * (size_of::<i64>() + size_of::<Latest>() + 1),
             KeyIndex::Encoded(converter, m) => {
-                let key_bytes: usize = m.keys().map(|k| k.len()).sum();
                 converter.size()
-                    + key_bytes
+                    + self.key_bytes
                     + m.capacity() * (size_of::<Box<[u8]>>() + size_of::<Latest>() + 1)
             }
         };
-        batches + map
+        self.batch_bytes + map
     }
 
     /// Distinct keys touched by the tail.
@@ -425,5 +430,26 @@ mod tests {
             fold.surviving(&lake, &[0, 1]).unwrap(),
             BooleanArray::from(vec![false, true])
         );
+    }
+
+    #[test]
+    fn memory_size_counts_each_distinct_key_once() {
+        use ChangeType::*;
+        let b = batch(&[1, 2], &["xx", "yyy"]);
+        let mut fold = ChangelogFold::new(b.schema(), vec![1]).unwrap();
+        fold.apply(&b, &[Insert, Insert]).unwrap();
+        let once = fold.memory_size();
+        // the same keys again: one more batch held, no new key bytes
+        fold.apply(&b, &[Delete, Insert]).unwrap();
+        let twice = fold.memory_size();
+        assert_eq!(fold.key_bytes, fold_key_bytes(&fold));
+        assert_eq!(twice - once, b.get_array_memory_size());
+    }
+
+    fn fold_key_bytes(fold: &ChangelogFold) -> usize {
+        match &fold.latest {
+            KeyIndex::Encoded(_, m) => m.keys().map(|k| k.len()).sum(),
+            KeyIndex::Integer(_) => 0,
+        }
     }
 }
