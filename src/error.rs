@@ -184,6 +184,13 @@ impl Error {
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::FeatureUnsupported, message)
     }
+
+    /// An [`ErrorKind::Io`] error reading or writing `path`.
+    pub fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Self::new(ErrorKind::Io, "i/o failed")
+            .with_context("file", path.display())
+            .with_source(source)
+    }
 }
 
 impl fmt::Display for Error {

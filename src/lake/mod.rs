@@ -16,6 +16,7 @@
 //! tiering the LocalStore's log into the lake is in [`tiering`].
 
 pub(crate) mod arrow_bridge;
+pub mod iceberg;
 pub mod paimon;
 mod plan;
 pub mod tiering;
@@ -166,8 +167,11 @@ pub async fn open(
         LakeFormat::Paimon => Ok(paimon::PaimonLakeTable::open(location, table)
             .await?
             .map(|t| Arc::new(t) as Arc<dyn LakeTable>)),
+        LakeFormat::Iceberg => Ok(iceberg::IcebergLakeTable::open(location, table)
+            .await?
+            .map(|t| Arc::new(t) as Arc<dyn LakeTable>)),
         other => Err(Error::unsupported(format!(
-            "lake format {} is not supported yet (paimon is)",
+            "lake format {} is not supported yet (paimon and iceberg are)",
             other.name()
         ))
         .with_context("table", table.path.to_string())),
@@ -236,4 +240,20 @@ pub fn lake_catalog_properties(
         .iter()
         .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|k| (k.to_string(), v.clone())))
         .collect()
+}
+
+/// An epoch day as `YYYY-MM-DD`, as Fluss renders date partition values.
+pub(crate) fn iso_date(days: i32) -> String {
+    // Civil-from-days (Howard Hinnant), avoiding a date dependency.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}")
 }

@@ -138,6 +138,10 @@ pub fn lake_offsets_dir(path: &TablePath, table_id: i64) -> String {
 /// Default Paimon warehouse of the LocalStore (relative to the root).
 pub const DEFAULT_PAIMON_WAREHOUSE: &str = "lake/paimon";
 
+/// Default Iceberg warehouse of the LocalStore (relative to the root), a "hadoop"
+/// catalog: `<warehouse>/<db>/<table>/metadata/v<N>.metadata.json`.
+pub const DEFAULT_ICEBERG_WAREHOUSE: &str = "lake/iceberg";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -196,7 +196,10 @@ impl ChangelogFold {
                     if !superseded(change_types, row, |a, b| keys.row(a) == keys.row(b)) {
                         let key = keys.row(row);
                         let len = key.as_ref().len();
-                        if map.insert(key.as_ref().into(), value(row, change)).is_none() {
+                        if map
+                            .insert(key.as_ref().into(), value(row, change))
+                            .is_none()
+                        {
                             self.key_bytes += len;
                         }
                     }

@@ -12,6 +12,7 @@ mod concurrent_writers;
 mod crash_points;
 mod differential;
 mod foreign_source;
+mod iceberg_interop;
 mod local_store;
 mod log_statistics_golden;
 mod no_silent_loss;

@@ -280,6 +280,15 @@ async fn an_unknown_lake_format_or_bucket_count_fails_at_open_naming_the_file() 
         assert!(e.contains("t.json"), "{e}");
     }
     // a format this crate cannot read yet says so, rather than naming a property
+    let lance = json.replace(
+        "\"table.datalake.format\":\"paimon\"",
+        "\"table.datalake.format\":\"lance\"",
+    );
+    std::fs::write(&file, lance).unwrap();
+    let e = f.error("SELECT * FROM t").await;
+    assert!(e.contains("lake format lance is not supported yet"), "{e}");
+    assert!(!e.contains("warehouse"), "{e}");
+    // an Iceberg table names its own warehouse property, not Paimon's
     let iceberg = json.replace(
         "\"table.datalake.format\":\"paimon\"",
         "\"table.datalake.format\":\"iceberg\"",
@@ -287,10 +296,10 @@ async fn an_unknown_lake_format_or_bucket_count_fails_at_open_naming_the_file() 
     std::fs::write(&file, iceberg).unwrap();
     let e = f.error("SELECT * FROM t").await;
     assert!(
-        e.contains("lake format iceberg is not supported yet"),
+        e.contains("no 'table.datalake.iceberg.warehouse' property"),
         "{e}"
     );
-    assert!(!e.contains("warehouse"), "{e}");
+    assert!(!e.contains("paimon"), "{e}");
     for count in ["0", "-1", "2000000000"] {
         let damaged = json.replace("\"bucket_count\":3", &format!("\"bucket_count\":{count}"));
         assert_ne!(damaged, json);

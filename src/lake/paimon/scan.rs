@@ -76,7 +76,7 @@ fn partition_name(table: &Table, split: &DataSplit) -> Result<Option<String>> {
                 .map_err(lake_err("bad partition value"))?
                 .to_string(),
             PaimonType::Date(_) => {
-                chrono_date(row.get_int(i).map_err(lake_err("bad partition value"))?)
+                crate::lake::iso_date(row.get_int(i).map_err(lake_err("bad partition value"))?)
             }
             other => {
                 return Err(Error::unsupported(format!(
@@ -87,21 +87,6 @@ fn partition_name(table: &Table, split: &DataSplit) -> Result<Option<String>> {
         values.push(value);
     }
     Ok(Some(values.join("$")))
-}
-
-fn chrono_date(days: i32) -> String {
-    // Civil-from-days (Howard Hinnant), avoiding a date dependency.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// Plans the splits of a pinned table. `filter` prunes partitions, buckets and files
@@ -295,8 +280,8 @@ mod tests {
 
     #[test]
     fn dates_render_as_iso() {
-        assert_eq!(chrono_date(0), "1970-01-01");
-        assert_eq!(chrono_date(19723), "2024-01-01");
-        assert_eq!(chrono_date(-1), "1969-12-31");
+        assert_eq!(crate::lake::iso_date(0), "1970-01-01");
+        assert_eq!(crate::lake::iso_date(19723), "2024-01-01");
+        assert_eq!(crate::lake::iso_date(-1), "1969-12-31");
     }
 }

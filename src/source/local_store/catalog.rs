@@ -172,9 +172,17 @@ impl LocalStore {
                         .entry("table.datalake.paimon.metastore".to_string())
                         .or_insert_with(|| "filesystem".to_string());
                 }
+                "iceberg" => {
+                    properties
+                        .entry("table.datalake.iceberg.warehouse".to_string())
+                        .or_insert_with(|| layout::DEFAULT_ICEBERG_WAREHOUSE.to_string());
+                    properties
+                        .entry("table.datalake.iceberg.type".to_string())
+                        .or_insert_with(|| "hadoop".to_string());
+                }
                 other => {
                     return Err(Error::unsupported(format!(
-                        "lake format '{other}' cannot be created by the LocalStore yet (paimon is supported)"
+                        "lake format '{other}' cannot be created by the LocalStore yet (paimon and iceberg are)"
                     )));
                 }
             }

@@ -461,10 +461,10 @@ impl FlussSource for LocalStore {
             Error::invalid_input(format!("table has no '{key}' property"))
                 .with_context("table", table.path.to_string())
         });
-        // Paimon needs its warehouse here; other formats say they are unsupported
-        // when opened, before anything else about them matters.
+        // Paimon and Iceberg need their warehouse here; other formats say they are
+        // unsupported when opened, before anything else about them matters.
         let warehouse = match (format, warehouse) {
-            (LakeFormat::Paimon, w) => self.storage.absolute(w?),
+            (LakeFormat::Paimon | LakeFormat::Iceberg, w) => self.storage.absolute(w?),
             (_, w) => w.map(|w| self.storage.absolute(w)).unwrap_or_default(),
         };
         Ok(LakeLocation {

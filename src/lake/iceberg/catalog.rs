@@ -1,0 +1,156 @@
+//! Finding a Fluss table's Iceberg table: the catalog named by
+//! `table.datalake.iceberg.type`.
+//!
+//! `hadoop` is a bare warehouse: `<warehouse>/<db>/<table>/metadata/` holds
+//! `v<N>.metadata.json` files and `version-hint.text` naming the current `N`, as
+//! Iceberg's `HadoopTableOperations` writes them (the `iceberg` crate has no Hadoop
+//! catalog, so the hint is read here and the metadata loaded as a static table).
+
+use std::path::{Path, PathBuf};
+
+use iceberg::TableIdent;
+use iceberg::io::FileIO;
+use iceberg::table::{StaticTable, Table};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lake::LakeLocation;
+use crate::storage::redact;
+
+/// Option (`table.datalake.iceberg.type` without its prefix) naming the catalog type.
+pub const CATALOG_TYPE_OPTION: &str = "type";
+
+/// The Iceberg catalog types Fluss tables name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IcebergCatalogType {
+    /// A bare warehouse with `version-hint.text` (the LocalStore's layout).
+    Hadoop,
+    /// A JDBC catalog (`uri`), e.g. pyiceberg's sqlite `SqlCatalog`.
+    Sql,
+    /// A REST catalog.
+    Rest,
+}
+
+impl IcebergCatalogType {
+    /// The type of a lake location (`hadoop` when unset).
+    pub fn of(location: &LakeLocation) -> Result<Self> {
+        match location
+            .options
+            .get(CATALOG_TYPE_OPTION)
+            .map(|t| t.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("hadoop") => Ok(Self::Hadoop),
+            Some("sql") | Some("jdbc") => Ok(Self::Sql),
+            Some("rest") => Ok(Self::Rest),
+            Some(other) => Err(Error::invalid_input(format!(
+                "unknown Iceberg catalog type '{other}' (table.datalake.iceberg.type: hadoop, sql or rest)"
+            ))),
+        }
+    }
+}
+
+/// Loads `<database>.<table>` from the location's catalog; `None` if it does not
+/// exist yet (nothing was tiered).
+pub async fn load_table(
+    location: &LakeLocation,
+    database: &str,
+    table: &str,
+) -> Result<Option<Table>> {
+    match IcebergCatalogType::of(location)? {
+        IcebergCatalogType::Hadoop => load_hadoop(&location.warehouse, database, table).await,
+        other => Err(Error::unsupported(format!(
+            "Iceberg catalog type {other:?} is not supported yet (hadoop is)"
+        ))),
+    }
+}
+
+/// The local directory of a warehouse path or `file://` URL.
+fn local_dir(warehouse: &str) -> Result<PathBuf> {
+    let path = warehouse
+        .strip_prefix("file://")
+        .or_else(|| warehouse.strip_prefix("file:"))
+        .unwrap_or(warehouse);
+    if !path.starts_with('/') {
+        return Err(Error::unsupported(
+            "Iceberg warehouses on object storage are not supported yet (local paths are)",
+        )
+        .with_context("warehouse", redact(warehouse)));
+    }
+    Ok(PathBuf::from(path))
+}
+
+async fn load_hadoop(warehouse: &str, database: &str, table: &str) -> Result<Option<Table>> {
+    let metadata_dir = local_dir(warehouse)?
+        .join(database)
+        .join(table)
+        .join("metadata");
+    let Some(version) = current_version(&metadata_dir)? else {
+        return Ok(None);
+    };
+    let file = metadata_dir.join(format!("v{version}.metadata.json"));
+    let ident = TableIdent::from_strs([database, table])
+        .map_err(|e| Error::invalid_input("bad Iceberg table name").with_source(e))?;
+    let location = file.to_string_lossy().to_string();
+    let table = StaticTable::from_metadata_file(&location, ident, FileIO::new_with_fs())
+        .await
+        .map_err(|e| {
+            Error::new(ErrorKind::Lake, "cannot read the Iceberg table metadata")
+                .with_context("file", &location)
+                .with_source(e)
+        })?;
+    Ok(Some(table.into_table()))
+}
+
+/// The current metadata version of a hadoop table: `version-hint.text`, or the
+/// highest `v<N>.metadata.json` when the hint is missing (as Iceberg's
+/// `HadoopTableOperations.findVersion` falls back); `None` if there is no table.
+fn current_version(metadata_dir: &Path) -> Result<Option<u64>> {
+    let hint = metadata_dir.join("version-hint.text");
+    match std::fs::read_to_string(&hint) {
+        Ok(text) => {
+            return text.trim().parse().map(Some).map_err(|_| {
+                Error::data_invalid("version-hint.text does not hold a version number")
+                    .with_context("file", hint.display().to_string())
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(&hint, e)),
+    }
+    let entries = match std::fs::read_dir(metadata_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(metadata_dir, e)),
+    };
+    let mut highest = None;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(metadata_dir, e))?;
+        let name = entry.file_name();
+        let version = name
+            .to_str()
+            .and_then(|n| n.strip_prefix('v'))
+            .and_then(|n| n.strip_suffix(".metadata.json"))
+            .and_then(|n| n.parse::<u64>().ok());
+        highest = highest.max(version);
+    }
+    Ok(highest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hint_names_the_version_and_its_absence_falls_back_to_the_highest() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(current_version(&dir.path().join("missing")).unwrap(), None);
+        for v in [1, 2, 10] {
+            std::fs::write(dir.path().join(format!("v{v}.metadata.json")), "{}").unwrap();
+        }
+        assert_eq!(current_version(dir.path()).unwrap(), Some(10));
+        std::fs::write(dir.path().join("version-hint.text"), "2\n").unwrap();
+        assert_eq!(current_version(dir.path()).unwrap(), Some(2));
+        std::fs::write(dir.path().join("version-hint.text"), "x").unwrap();
+        let e = current_version(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("version-hint.text"), "{e}");
+    }
+}

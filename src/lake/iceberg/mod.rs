@@ -1,0 +1,181 @@
+//! The Iceberg side of a Fluss table: its catalog, snapshot metadata, and
+//! [`IcebergLakeTable`], the [`LakeTable`] the provider plans and reads through.
+//!
+//! Conventions follow apache/fluss's Iceberg tiering (`docs/reference/fluss-formats.md`
+//! §3.3): the lake table is `<database>.<table>`, carries the Fluss columns plus the
+//! system columns `__bucket`, `__offset`, `__timestamp`, and is partitioned by
+//! `identity(<partition keys>)` then `bucket(<bucket key>, N)` or `identity(__bucket)`,
+//! so a file's partition names its Fluss partition and bucket.
+//!
+//! Metadata and planning use the `iceberg` crate; tasks with delete files are read by
+//! its arrow reader (arrow 58, bridged), the rest by DataFusion's parquet source.
+
+mod catalog;
+mod scan;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use futures::stream::BoxStream;
+use iceberg::scan::FileScanTask;
+use iceberg::table::Table;
+
+pub use self::catalog::{CATALOG_TYPE_OPTION, IcebergCatalogType};
+use crate::error::{Error, ErrorKind, Result};
+use crate::lake::{LakeLocation, LakePlan, LakeScanRequest, LakeSnapshot, LakeTable, MergeTask};
+use crate::source::FlussTable;
+
+/// Table property naming the Iceberg warehouse.
+pub const WAREHOUSE_PROPERTY: &str = "table.datalake.iceberg.warehouse";
+
+/// A lake error from the `iceberg` crate, naming the table.
+fn lake_error(message: &str, table: &str) -> impl FnOnce(iceberg::Error) -> Error {
+    let message = message.to_string();
+    let table = table.to_string();
+    move |e| {
+        Error::new(ErrorKind::Lake, message)
+            .with_context("table", table)
+            .with_source(e)
+    }
+}
+
+/// The Iceberg lake table of one Fluss table.
+pub struct IcebergLakeTable {
+    table: Table,
+    name: String,
+    /// Planned tasks by (snapshot, data file): a merge task names its data file, and
+    /// the reader needs the task iceberg planned (its delete files and partition),
+    /// which does not serialize whole.
+    tasks: Mutex<HashMap<(i64, String), FileScanTask>>,
+}
+
+impl std::fmt::Debug for IcebergLakeTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcebergLakeTable")
+            .field("table", &self.name)
+            .finish()
+    }
+}
+
+impl IcebergLakeTable {
+    /// The lake table of `table` at `location`; `None` if it does not exist yet.
+    pub async fn open(location: &LakeLocation, table: &FlussTable) -> Result<Option<Self>> {
+        let name = table.path.to_string();
+        let loaded = catalog::load_table(location, table.path.database(), table.path.table())
+            .await
+            .map_err(|e| e.with_context("table", &name))?;
+        Ok(loaded.map(|table| Self {
+            table,
+            name,
+            tasks: Default::default(),
+        }))
+    }
+
+    /// The `iceberg` crate's table (metadata, scans), for callers that need more than
+    /// the [`LakeTable`] surface.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+}
+
+#[async_trait::async_trait]
+impl LakeTable for IcebergLakeTable {
+    fn format_name(&self) -> &'static str {
+        "iceberg"
+    }
+
+    /// Every Fluss column must exist in the lake table's current schema.
+    fn check_schema(&self, fluss: &SchemaRef) -> Result<()> {
+        let schema = self.table.metadata().current_schema().clone();
+        for field in fluss.fields() {
+            if schema.field_by_name(field.name()).is_none() {
+                return Err(Error::data_invalid(format!(
+                    "lake schema does not match the Fluss schema: column '{}' is missing in the lake table",
+                    field.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan> {
+        let (plan, tasks) = scan::plan_snapshot(&self.table, request)
+            .await
+            .map_err(|e| e.with_context("table", &self.name))?;
+        if let Ok(mut cache) = self.tasks.lock() {
+            for task in tasks {
+                cache.insert((request.snapshot_id, task.data_file_path.clone()), task);
+            }
+        }
+        Ok(plan)
+    }
+
+    async fn read(
+        &self,
+        snapshot_id: i64,
+        tasks: Vec<MergeTask>,
+        columns: Vec<String>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let mut planned = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            let path =
+                scan::merge_task_file(task).map_err(|e| e.with_context("table", &self.name))?;
+            let cached = self
+                .tasks
+                .lock()
+                .ok()
+                .and_then(|c| c.get(&(snapshot_id, path.clone())).cloned());
+            let found = match cached {
+                Some(t) => t,
+                None => {
+                    // A plan made elsewhere: plan the snapshot here to find the task.
+                    let request = LakeScanRequest {
+                        snapshot_id,
+                        filter: None,
+                        primary_key: false,
+                    };
+                    self.plan(&request).await?;
+                    self.tasks
+                        .lock()
+                        .ok()
+                        .and_then(|c| c.get(&(snapshot_id, path.clone())).cloned())
+                        .ok_or_else(|| {
+                            Error::not_found("a lake data file of the plan is not in its snapshot")
+                                .with_context("table", &self.name)
+                                .with_context("snapshot", snapshot_id)
+                                .with_context("file", &path)
+                        })?
+                }
+            };
+            planned.push(found);
+        }
+        scan::read_tasks(&self.table, planned, &columns)
+            .map_err(|e| e.with_context("table", &self.name))
+    }
+
+    async fn snapshots(&self) -> Result<Vec<LakeSnapshot>> {
+        let metadata = self.table.metadata();
+        let mut snapshots: Vec<_> = metadata.snapshots().collect();
+        // `snapshots()` is not in commit order.
+        snapshots.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
+        Ok(snapshots
+            .into_iter()
+            .map(|s| {
+                let properties = &s.summary().additional_properties;
+                LakeSnapshot {
+                    snapshot_id: s.snapshot_id(),
+                    schema_id: s.schema_id().map_or(-1, i64::from),
+                    commit_user: properties.get("commit-user").cloned().unwrap_or_default(),
+                    commit_kind: s.summary().operation.as_str().to_uppercase(),
+                    commit_time_millis: s.timestamp_ms(),
+                    total_record_count: properties
+                        .get("total-records")
+                        .and_then(|v| v.parse().ok()),
+                    fluss_offsets: properties.get(crate::lake::FLUSS_OFFSETS_PROPERTY).cloned(),
+                }
+            })
+            .collect())
+    }
+}

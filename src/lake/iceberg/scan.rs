@@ -1,0 +1,265 @@
+//! Planning a pinned Iceberg snapshot into [`LakeSplit`]s, and reading the tasks that
+//! carry delete files with the `iceberg` crate's reader.
+
+use datafusion::arrow::array::RecordBatch;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use iceberg::scan::FileScanTask;
+use iceberg::spec::{Literal, PrimitiveLiteral, PrimitiveType, TableMetadata, Transform, Type};
+use iceberg::table::Table;
+use serde::{Deserialize, Serialize};
+
+use super::lake_error;
+use crate::error::{Error, ErrorKind, Result};
+use crate::lake::arrow_bridge::from_arrow58;
+use crate::lake::{
+    ColumnMapping, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask, iso_date,
+};
+
+/// The lake column that names a row's Fluss bucket.
+const BUCKET_COLUMN: &str = "__bucket";
+
+/// What a merge task holds: the data file, whose planned task (with its delete
+/// files) the lake table keeps.
+#[derive(Serialize, Deserialize)]
+struct MergeTaskPayload {
+    file: String,
+}
+
+/// The data file a merge task reads.
+pub fn merge_task_file(task: &MergeTask) -> Result<String> {
+    serde_json::from_slice::<MergeTaskPayload>(&task.payload)
+        .map(|p| p.file)
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Lake,
+                "an Iceberg merge task does not deserialize",
+            )
+            .with_source(e)
+        })
+}
+
+/// Plans the data files of `request.snapshot_id`: one split per file, plain parquet
+/// when it has no delete files (and its columns can be matched by name), otherwise a
+/// merge task for the `iceberg` reader. Returns the planned tasks as well, which the
+/// reader needs.
+pub async fn plan_snapshot(
+    table: &Table,
+    request: &LakeScanRequest,
+) -> Result<(LakePlan, Vec<FileScanTask>)> {
+    let metadata = table.metadata();
+    let name = table.identifier().to_string();
+    if metadata.snapshot_by_id(request.snapshot_id).is_none() {
+        return Err(
+            Error::not_found("the registered lake snapshot is not in the Iceberg table")
+                .with_context("snapshot", request.snapshot_id),
+        );
+    }
+    let scan = table
+        .scan()
+        .snapshot_id(request.snapshot_id)
+        .select_all()
+        .build()
+        .map_err(lake_error("cannot plan the Iceberg scan", &name))?;
+    let tasks: Vec<FileScanTask> = scan
+        .plan_files()
+        .await
+        .map_err(lake_error("cannot plan the Iceberg scan", &name))?
+        .try_collect()
+        .await
+        .map_err(lake_error("cannot plan the Iceberg scan", &name))?;
+    let by_name = names_are_stable(metadata);
+    let mut splits = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        let (partition_name, bucket) = placement(task, metadata)?;
+        let whole_file = task.start == 0 && task.length == task.file_size_in_bytes;
+        let rows = task.record_count.map_or(0, |r| r as i64);
+        let read = match task.record_count {
+            Some(_) if by_name && whole_file && task.deletes.is_empty() => {
+                LakeRead::Parquet(ColumnMapping::ByName)
+            }
+            _ => LakeRead::MergeOnRead(MergeTask {
+                payload: serde_json::to_vec(&MergeTaskPayload {
+                    file: task.data_file_path.clone(),
+                })
+                .map_err(|e| Error::internal("merge task").with_source(e))?,
+                rows,
+            }),
+        };
+        splits.push(LakeSplit {
+            partition_name,
+            bucket,
+            files: vec![LakeFile {
+                path: task.data_file_path.clone(),
+                size: task.file_size_in_bytes,
+                rows,
+            }],
+            read,
+            rows,
+        });
+    }
+    Ok((
+        LakePlan {
+            snapshot_id: request.snapshot_id,
+            splits,
+        },
+        tasks,
+    ))
+}
+
+/// Whether every schema of the table names each field id as the current schema
+/// does (no rename, no drop-and-re-add under an old name): then a data file's
+/// columns match the table's by name, as DataFusion's parquet source matches them.
+/// Otherwise files go through the `iceberg` reader, which matches field ids.
+fn names_are_stable(metadata: &TableMetadata) -> bool {
+    let current = metadata.current_schema();
+    metadata.schemas_iter().all(|schema| {
+        schema.as_struct().fields().iter().all(|field| {
+            let same_id = current.field_by_id(field.id).map(|f| f.name == field.name);
+            let same_name = current.field_by_name(&field.name).map(|f| f.id == field.id);
+            same_id.unwrap_or(true) && same_name.unwrap_or(true)
+        })
+    })
+}
+
+/// The Fluss partition name and bucket of a task, from its partition: identity
+/// fields on the partition keys give the name (values joined by `$`, in spec order,
+/// which is Fluss's partition-key order), `identity(__bucket)` or `bucket(key, N)` the
+/// bucket (`-1` when the spec has neither).
+fn placement(task: &FileScanTask, metadata: &TableMetadata) -> Result<(Option<String>, i32)> {
+    let Some(partition) = &task.partition else {
+        return Ok((None, -1));
+    };
+    // iceberg 0.10.1 plans tasks without their spec (`with_partition_spec(None)` in
+    // `scan/context.rs`). Fluss never evolves a lake table's spec, so the table's
+    // one spec is every file's; with several, a file's spec cannot be told here.
+    let spec = match &task.partition_spec {
+        Some(spec) => spec.clone(),
+        None if metadata.partition_specs_iter().len() == 1 => {
+            metadata.default_partition_spec().clone()
+        }
+        None => {
+            return Err(Error::unsupported(
+                "Iceberg tables with an evolved partition spec are not supported yet",
+            )
+            .with_context("file", &task.data_file_path));
+        }
+    };
+    if spec.fields().len() != partition.fields().len() {
+        return Err(Error::data_invalid(format!(
+            "an Iceberg data file has {} partition values, its spec {} fields",
+            partition.fields().len(),
+            spec.fields().len()
+        ))
+        .with_context("file", &task.data_file_path));
+    }
+    let schema = metadata.current_schema();
+    let mut values = Vec::new();
+    let mut bucket = -1;
+    for (field, value) in spec.fields().iter().zip(partition.iter()) {
+        let source = schema.field_by_id(field.source_id).ok_or_else(|| {
+            Error::data_invalid(format!(
+                "partition field '{}' has no source column in the Iceberg schema",
+                field.name
+            ))
+            .with_context("file", &task.data_file_path)
+        })?;
+        let is_bucket = match field.transform {
+            Transform::Identity => source.name == BUCKET_COLUMN,
+            Transform::Bucket(_) => true,
+            _ => {
+                return Err(Error::unsupported(format!(
+                    "Iceberg partition transform {} on '{}' is not one Fluss writes",
+                    field.transform, source.name
+                ))
+                .with_context("file", &task.data_file_path));
+            }
+        };
+        if is_bucket {
+            bucket = match value.and_then(Literal::as_primitive_literal) {
+                Some(PrimitiveLiteral::Int(b)) if b >= 0 => b,
+                other => {
+                    return Err(Error::data_invalid(format!(
+                        "Iceberg bucket partition value {other:?} is not a bucket number"
+                    ))
+                    .with_context("file", &task.data_file_path));
+                }
+            };
+        } else {
+            values.push(partition_value(value, &source.field_type).map_err(|e| {
+                e.with_context("column", &source.name)
+                    .with_context("file", &task.data_file_path)
+            })?);
+        }
+    }
+    Ok(((!values.is_empty()).then(|| values.join("$")), bucket))
+}
+
+/// A partition value as Fluss renders it in partition names.
+fn partition_value(value: Option<&Literal>, ty: &Type) -> Result<String> {
+    let Some(literal) = value.and_then(Literal::as_primitive_literal) else {
+        return Ok("null".to_string());
+    };
+    Ok(match (literal, ty) {
+        (PrimitiveLiteral::Int(days), Type::Primitive(PrimitiveType::Date)) => iso_date(days),
+        (PrimitiveLiteral::String(s), _) => s,
+        (PrimitiveLiteral::Int(v), _) => v.to_string(),
+        (PrimitiveLiteral::Long(v), _) => v.to_string(),
+        (PrimitiveLiteral::Boolean(v), _) => v.to_string(),
+        (other, _) => {
+            return Err(Error::unsupported(format!(
+                "Iceberg partition value {other:?} of type {ty} is not supported"
+            )));
+        }
+    })
+}
+
+/// Reads planned tasks with the `iceberg` reader (position and equality deletes
+/// applied, columns matched by field id), projected to `columns`, as arrow-59
+/// batches in the lake's types.
+pub fn read_tasks(
+    table: &Table,
+    mut tasks: Vec<FileScanTask>,
+    columns: &[String],
+) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    if tasks.is_empty() {
+        return Ok(futures::stream::empty().boxed());
+    }
+    for task in &mut tasks {
+        let mut ids = Vec::with_capacity(columns.len().max(1));
+        for column in columns {
+            let field = task.schema.field_by_name(column).ok_or_else(|| {
+                Error::data_invalid(format!(
+                    "lake data has no column '{column}' (lake schema does not match the Fluss schema)"
+                ))
+                .with_context("file", &task.data_file_path)
+            })?;
+            ids.push(field.id);
+        }
+        if ids.is_empty() {
+            // Row counts only (`count(*)`): one column carries them through the reader.
+            if let Some(first) = task.schema.as_struct().fields().first() {
+                ids.push(first.id);
+            }
+        }
+        task.project_field_ids = ids;
+    }
+    let name = table.identifier().to_string();
+    let stream = futures::stream::iter(tasks.into_iter().map(Ok)).boxed();
+    let result = table
+        .reader_builder()
+        .build()
+        .read(stream)
+        .map_err(lake_error("cannot read the Iceberg table", &name))?;
+    Ok(result
+        .stream()
+        .map(move |b| {
+            b.map_err(|e| {
+                Error::new(ErrorKind::Lake, "Iceberg read failed")
+                    .with_context("table", &name)
+                    .with_source(e)
+            })
+            .and_then(from_arrow58)
+        })
+        .boxed())
+}

@@ -1,0 +1,269 @@
+//! Iceberg lakes written by an independent implementation, pyiceberg
+//! (`tests/python/gen_iceberg_fixtures.py`, run into a temporary directory because
+//! Iceberg metadata holds absolute paths), read through the union table:
+//! - a primary-key table whose snapshot has a position-delete and an equality-delete
+//!   file (read by the `iceberg` reader), then a Fluss tail of upserts and deletes on
+//!   top, checked against a model;
+//! - a partitioned log table (`identity(dt)`, `identity(__bucket)`) with a
+//!   copy-on-write delete, plus a tail.
+//!
+//! The lake snapshot is registered by hand (laketable.json and an offsets file), as
+//! a Fluss coordinator would after tiering.
+
+use super::common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use fluss::metadata::TablePath;
+use fluss_datafusion::source::{FlussSource, LocalStore};
+use fluss_datafusion::sql::FlussSession;
+use serde_json::{Value, json};
+
+/// pyiceberg's tables, or `None` (test skipped) without the Python venv.
+fn fixtures() -> Option<tempfile::TempDir> {
+    let python = common::venv_python()?;
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/gen_iceberg_fixtures.py");
+    let status = std::process::Command::new(python)
+        .arg(script)
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "gen_iceberg_fixtures.py failed");
+    Some(dir)
+}
+
+fn expected(fixtures: &Path, name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(fixtures.join("expected").join(name)).unwrap()).unwrap()
+}
+
+/// Expected rows of `table` with only `columns`, sorted.
+fn expected_rows(fixtures: &Path, table: &str, columns: &[&str]) -> Vec<Value> {
+    let rows = expected(fixtures, &format!("{table}.json"));
+    common::sort_rows(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                Value::Object(
+                    columns
+                        .iter()
+                        .map(|c| (c.to_string(), r[c].clone()))
+                        .collect(),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn latest_snapshot(fixtures: &Path, table: &str) -> i64 {
+    let snapshots = expected(fixtures, &format!("{table}.snapshots.json"));
+    snapshots.as_array().unwrap().last().unwrap()["snapshot_id"]
+        .as_i64()
+        .unwrap()
+}
+
+struct Store {
+    dir: tempfile::TempDir,
+    store: Arc<LocalStore>,
+    session: FlussSession,
+}
+
+impl Store {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            LocalStore::open(dir.path().to_str().unwrap())
+                .await
+                .unwrap(),
+        );
+        let session = FlussSession::new(store.clone()).await.unwrap();
+        Self {
+            dir,
+            store,
+            session,
+        }
+    }
+
+    async fn sql(&self, sql: &str) -> Vec<RecordBatch> {
+        self.session
+            .execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    async fn rows(&self, sql: &str) -> Vec<Value> {
+        common::sort_rows(common::render_rows(&self.sql(sql).await))
+    }
+
+    /// Registers lake snapshot `snapshot_id` with every bucket tiered up to its
+    /// current high watermark, as the coordinator does after a tiering round.
+    async fn register_snapshot(&self, table: &str, snapshot_id: i64) {
+        let path = TablePath::new("fluss", table);
+        let info = self.store.get_table(&path).await.unwrap();
+        let id = info.table_id();
+        let buckets = self.store.buckets(&info).await.unwrap();
+        let offsets = self.store.bucket_offsets(&info, &buckets).await.unwrap();
+        let partitioned = buckets.iter().any(|b| b.partition.is_some());
+        let body = if partitioned {
+            let mut partitions: Vec<(i64, Vec<i64>)> = Vec::new();
+            for (b, o) in buckets.iter().zip(&offsets) {
+                let pid = b.partition_id().unwrap();
+                if !partitions.iter().any(|(p, _)| *p == pid) {
+                    partitions.push((pid, Vec::new()));
+                }
+                let entry = partitions.iter_mut().find(|(p, _)| *p == pid).unwrap();
+                entry.1.push(o.high_watermark);
+            }
+            let partitions: Vec<Value> = partitions
+                .into_iter()
+                .map(|(p, o)| json!({"partition_id": p, "bucket_offsets": o}))
+                .collect();
+            json!({"version": 1, "table_id": id, "partition_offsets": partitions})
+        } else {
+            let o: Vec<i64> = offsets.iter().map(|o| o.high_watermark).collect();
+            json!({"version": 1, "table_id": id, "bucket_offsets": o})
+        };
+        let offsets_file = format!("remote/lake/fluss/{table}-{id}/metadata/registered.offsets");
+        let root = self.dir.path();
+        write(&root.join(&offsets_file), &body);
+        write(
+            &root.join(format!("zk/tabletservers/tables/{id}/laketable.json")),
+            &json!({"version": 2, "lake_snapshots": [{
+                "snapshot_id": snapshot_id,
+                "tiered_offsets": offsets_file,
+                "readable_offsets": offsets_file,
+            }]}),
+        );
+    }
+}
+
+fn write(path: &PathBuf, value: &Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_vec(value).unwrap()).unwrap();
+}
+
+fn warehouse(fixtures: &Path) -> String {
+    fixtures.join("hadoop").to_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_pyiceberg_primary_key_table_with_delete_files_union_reads_with_its_tail() {
+    let Some(fx) = fixtures() else { return };
+    let fx = fx.path();
+    let s = Store::new().await;
+    s.sql(&format!(
+        "CREATE TABLE fluss.pk_t (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
+         'table.datalake.format' = 'iceberg', 'table.datalake.iceberg.warehouse' = '{}')",
+        warehouse(fx)
+    ))
+    .await;
+    // The tablet's key state holds what was tiered (a delete of an unknown key writes
+    // nothing, as in Fluss): the lake's live rows went through the log first.
+    s.sql("INSERT INTO pk_t VALUES (1, 'alice', 10), (3, 'carol', NULL), (4, NULL, 40), (6, 'frank', 60)")
+        .await;
+    s.register_snapshot("pk_t", latest_snapshot(fx, "pk_t"))
+        .await;
+
+    // the lake alone: pyiceberg's rows after the position and equality deletes
+    let lake = expected_rows(fx, "pk_t", &["id", "name", "score"]);
+    assert_eq!(lake.len(), 4);
+    assert_eq!(s.rows("SELECT id, name, score FROM pk_t").await, lake);
+    assert_eq!(
+        s.rows("SELECT id, name, score FROM \"pk_t$lake\"").await,
+        lake
+    );
+
+    // a tail on top: an update of a lake key in each bucket, a delete, a new key.
+    // Fluss buckets keys with Iceberg's bucket function, so each change lands in
+    // the bucket that holds the key's lake row and the anti-join drops it.
+    s.sql("INSERT INTO pk_t VALUES (1, 'alice2', 11), (6, 'frank2', 61), (7, 'gina', 70)")
+        .await;
+    s.sql("DELETE FROM pk_t WHERE id = 3").await;
+    let mut model: Vec<Value> = lake
+        .into_iter()
+        .filter(|r| r["id"] != 1 && r["id"] != 6 && r["id"] != 3)
+        .collect();
+    model.push(json!({"id": 1, "name": "alice2", "score": 11}));
+    model.push(json!({"id": 6, "name": "frank2", "score": 61}));
+    model.push(json!({"id": 7, "name": "gina", "score": 70}));
+    let model = common::sort_rows(model);
+    assert_eq!(s.rows("SELECT id, name, score FROM pk_t").await, model);
+    assert_eq!(
+        s.rows("SELECT count(*) AS n FROM pk_t").await,
+        vec![json!({"n": 4})]
+    );
+    // a key filter reads one bucket and still sees the tail's version
+    assert_eq!(
+        s.rows("SELECT name FROM pk_t WHERE id = 1").await,
+        vec![json!({"name": "alice2"})]
+    );
+
+    // the lake's snapshots, with what pyiceberg recorded for Fluss
+    let snapshots = s
+        .rows("SELECT snapshot_id, commit_user, fluss_offsets FROM \"pk_t$lake$snapshots\"")
+        .await;
+    assert_eq!(snapshots.len(), 2, "{snapshots:?}");
+    assert!(
+        snapshots
+            .iter()
+            .all(|r| r["commit_user"] == "__fluss_lake_tiering"),
+        "{snapshots:?}"
+    );
+    assert!(
+        snapshots
+            .iter()
+            .any(|r| r["fluss_offsets"] == "fluss-offsets/pk_t/commit-2.offsets"),
+        "{snapshots:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_pyiceberg_partitioned_log_table_union_reads_with_its_tail() {
+    let Some(fx) = fixtures() else { return };
+    let fx = fx.path();
+    let s = Store::new().await;
+    s.sql(&format!(
+        "CREATE TABLE fluss.log_t (id BIGINT, name STRING, dt STRING) PARTITIONED BY (dt) \
+         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
+         'table.datalake.format' = 'iceberg', 'table.datalake.iceberg.warehouse' = '{}')",
+        warehouse(fx)
+    ))
+    .await;
+    // The partitions exist in Fluss; what their logs held up to now is in the lake.
+    s.sql("INSERT INTO log_t VALUES (100, 'tiered', '2024-01-01'), (101, 'tiered', '2024-01-02')")
+        .await;
+    s.register_snapshot("log_t", latest_snapshot(fx, "log_t"))
+        .await;
+
+    let lake = expected_rows(fx, "log_t", &["id", "name", "dt"]);
+    assert_eq!(lake.len(), 8, "the copy-on-write delete removed id 2");
+    assert_eq!(
+        s.rows("SELECT id, name, dt FROM \"log_t$lake\"").await,
+        lake
+    );
+    assert_eq!(s.rows("SELECT id, name, dt FROM log_t").await, lake);
+
+    s.sql("INSERT INTO log_t VALUES (10, 'tail', '2024-01-02')")
+        .await;
+    let mut union = lake.clone();
+    union.push(json!({"id": 10, "name": "tail", "dt": "2024-01-02"}));
+    assert_eq!(
+        s.rows("SELECT id, name, dt FROM log_t").await,
+        common::sort_rows(union)
+    );
+    // partition pruning keeps the other partition's lake files out
+    let day1: Vec<Value> = lake
+        .iter()
+        .filter(|r| r["dt"] == "2024-01-01")
+        .cloned()
+        .collect();
+    assert_eq!(
+        s.rows("SELECT id, name, dt FROM log_t WHERE dt = '2024-01-01'")
+            .await,
+        day1
+    );
+}
