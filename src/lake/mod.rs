@@ -257,3 +257,13 @@ pub(crate) fn iso_date(days: i32) -> String {
     let y = if m <= 2 { y + 1 } else { y };
     format!("{y:04}-{m:02}-{d:02}")
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates_render_as_iso() {
+        assert_eq!(super::iso_date(0), "1970-01-01");
+        assert_eq!(super::iso_date(19723), "2024-01-01");
+        assert_eq!(super::iso_date(-1), "1969-12-31");
+    }
+}

@@ -1,7 +1,7 @@
 //! Tiering the LocalStore's log into the table's lake, as the Fluss tiering service
 //! does (`docs/reference/fluss-formats.md` §3): one run tiers every bucket from its
 //! last tiered offset to its end and commits one lake snapshot. Each format writes its
-//! own files (`paimon/tiering.rs`); this module runs one at a time, under the store's
+//! own files (`paimon/tiering.rs`, `iceberg/tiering.rs`); this module runs one at a time, under the store's
 //! writer lock, after rolling back an interrupted write statement.
 
 use fluss::metadata::TablePath;
@@ -40,6 +40,9 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
     let location = store.lake_location(&table).await?;
     match location.format {
         LakeFormat::Paimon => super::paimon::tiering::tier(store, &guard, &table, &location).await,
+        LakeFormat::Iceberg => {
+            super::iceberg::tiering::tier(store, &guard, &table, &location).await
+        }
         other => Err(Error::unsupported(format!(
             "tiering to {} is not supported yet",
             other.name()

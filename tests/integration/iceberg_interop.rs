@@ -267,3 +267,148 @@ async fn a_pyiceberg_partitioned_log_table_union_reads_with_its_tail() {
         day1
     );
 }
+
+/// pyiceberg's reading of a hadoop-layout table directory.
+fn pyiceberg_read(table_dir: &Path) -> Option<Value> {
+    let python = common::venv_python()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/read_iceberg.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(table_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "read_iceberg.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[tokio::test]
+async fn pyiceberg_reads_what_the_localstore_tiered() {
+    if common::venv_python().is_none() {
+        return;
+    }
+    let s = Store::new().await;
+    s.sql(
+        "CREATE TABLE fluss.visits (id BIGINT, page STRING, dt STRING) PARTITIONED BY (dt) \
+         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
+         'table.datalake.format' = 'iceberg')",
+    )
+    .await;
+    s.sql("INSERT INTO visits VALUES (1, 'a', '2026-01-01'), (2, NULL, '2026-01-01'), (3, 'c', '2026-01-02')")
+        .await;
+    s.sql("CALL fluss.tier('visits')").await;
+    s.sql("INSERT INTO visits VALUES (4, 'd', '2026-01-02')")
+        .await;
+    s.sql("CALL fluss.tier('visits')").await;
+
+    let table_dir = s.dir.path().join("lake/iceberg/fluss/visits");
+    let theirs = pyiceberg_read(&table_dir).unwrap();
+    // the rows with the system columns, as this crate's lake-only read shows them
+    let ours = s.rows("SELECT id, page, dt FROM \"visits$lake\"").await;
+    let their_rows: Vec<Value> = theirs["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!({"id": r["id"], "page": r["page"], "dt": r["dt"]}))
+        .collect();
+    assert_eq!(common::sort_rows(their_rows), ours);
+    assert_eq!(ours.len(), 4);
+    // every row carries its bucket and log offset; offsets are unique per
+    // (partition, bucket) and start at 0
+    let mut seen = std::collections::HashSet::new();
+    for r in theirs["rows"].as_array().unwrap() {
+        let b = r["__bucket"].as_i64().unwrap();
+        assert!((0..2).contains(&b), "{r}");
+        assert!(r["__timestamp"].is_string(), "{r}");
+        assert!(seen.insert((r["dt"].to_string(), b, r["__offset"].as_i64().unwrap())));
+    }
+    assert!(seen.iter().any(|(_, _, o)| *o == 0));
+    // two append snapshots with Fluss's summary entries, the offsets files registered
+    let snapshots = theirs["snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 2, "{snapshots:?}");
+    for snapshot in snapshots {
+        assert_eq!(snapshot["operation"], "append");
+        assert_eq!(snapshot["summary"]["commit-user"], "__fluss_lake_tiering");
+        let offsets = snapshot["summary"]["fluss-offsets"].as_str().unwrap();
+        assert!(s.dir.path().join(offsets).exists(), "{offsets}");
+    }
+}
+
+/// A crash after the Iceberg commit and before registration: the re-run registers
+/// the committed snapshot (found by its `fluss-offsets` summary entry) instead of
+/// tiering the same offsets twice; a marker whose commit never happened is dropped
+/// with its orphan offsets file.
+#[tokio::test]
+async fn a_committed_but_unregistered_iceberg_snapshot_is_registered_not_tiered_again() {
+    let s = Store::new().await;
+    s.sql(
+        "CREATE TABLE fluss.hits (id BIGINT, n INT) \
+         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
+         'table.datalake.format' = 'iceberg')",
+    )
+    .await;
+    s.sql("INSERT INTO hits VALUES (1, 10), (2, 20), (3, 30)")
+        .await;
+    s.sql("CALL fluss.tier('hits')").await;
+    let info = s
+        .store
+        .get_table(&TablePath::new("fluss", "hits"))
+        .await
+        .unwrap();
+    let id = info.table_id();
+    let root = s.dir.path();
+    let laketable = root.join(format!("zk/tabletservers/tables/{id}/laketable.json"));
+    let registered: Value = serde_json::from_slice(&std::fs::read(&laketable).unwrap()).unwrap();
+    let entry = registered["lake_snapshots"][0].clone();
+    // undo the registration, leave the marker the crashed run would have left
+    std::fs::remove_file(&laketable).unwrap();
+    write(
+        &root.join(format!(
+            "zk/tabletservers/tables/{id}/lake_tiering_pending.json"
+        )),
+        &json!({"offsets": entry["tiered_offsets"]}),
+    );
+    assert_eq!(
+        s.rows("SELECT count(*) AS n FROM hits").await,
+        vec![json!({"n": 3})]
+    );
+    s.sql("CALL fluss.tier('hits')").await;
+    let after: Value = serde_json::from_slice(&std::fs::read(&laketable).unwrap()).unwrap();
+    assert_eq!(after["lake_snapshots"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        after["lake_snapshots"][0]["snapshot_id"],
+        entry["snapshot_id"]
+    );
+    assert_eq!(
+        s.rows("SELECT count(*) AS n FROM \"hits$lake\"").await,
+        vec![json!({"n": 3})]
+    );
+    assert_eq!(
+        s.rows("SELECT count(*) AS n FROM \"hits$lake$snapshots\"")
+            .await,
+        vec![json!({"n": 1})]
+    );
+
+    // a marker of a commit that never happened: its offsets file is discarded
+    let orphan = format!("remote/lake/fluss/hits-{id}/metadata/orphan.offsets");
+    write(
+        &root.join(&orphan),
+        &json!({"version": 1, "table_id": id, "bucket_offsets": [9, 9]}),
+    );
+    write(
+        &root.join(format!(
+            "zk/tabletservers/tables/{id}/lake_tiering_pending.json"
+        )),
+        &json!({"offsets": orphan}),
+    );
+    s.sql("INSERT INTO hits VALUES (4, 40)").await;
+    s.sql("CALL fluss.tier('hits')").await;
+    assert!(!root.join(&orphan).exists());
+    assert_eq!(
+        s.rows("SELECT count(*) AS n FROM \"hits$lake\"").await,
+        vec![json!({"n": 4})]
+    );
+}

@@ -65,7 +65,7 @@ pub async fn load_table(
 }
 
 /// The local directory of a warehouse path or `file://` URL.
-fn local_dir(warehouse: &str) -> Result<PathBuf> {
+pub(super) fn local_dir(warehouse: &str) -> Result<PathBuf> {
     let path = warehouse
         .strip_prefix("file://")
         .or_else(|| warehouse.strip_prefix("file:"))
@@ -102,16 +102,25 @@ async fn load_hadoop(warehouse: &str, database: &str, table: &str) -> Result<Opt
 }
 
 /// The current metadata version of a hadoop table: `version-hint.text`, or the
-/// highest `v<N>.metadata.json` when the hint is missing (as Iceberg's
+/// highest `v<N>.metadata.json` when the hint is missing; versions after the hint's
+/// that exist count too (as `HadoopTableOperations.refresh` moves past the hint) (as Iceberg's
 /// `HadoopTableOperations.findVersion` falls back); `None` if there is no table.
-fn current_version(metadata_dir: &Path) -> Result<Option<u64>> {
+pub(super) fn current_version(metadata_dir: &Path) -> Result<Option<u64>> {
     let hint = metadata_dir.join("version-hint.text");
     match std::fs::read_to_string(&hint) {
         Ok(text) => {
-            return text.trim().parse().map(Some).map_err(|_| {
+            let mut version: u64 = text.trim().parse().map_err(|_| {
                 Error::data_invalid("version-hint.text does not hold a version number")
                     .with_context("file", hint.display().to_string())
-            });
+            })?;
+            // A commit that crashed before updating the hint is still committed.
+            while metadata_dir
+                .join(format!("v{}.metadata.json", version + 1))
+                .exists()
+            {
+                version += 1;
+            }
+            return Ok(Some(version));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(&hint, e)),
@@ -147,7 +156,8 @@ mod tests {
             std::fs::write(dir.path().join(format!("v{v}.metadata.json")), "{}").unwrap();
         }
         assert_eq!(current_version(dir.path()).unwrap(), Some(10));
-        std::fs::write(dir.path().join("version-hint.text"), "2\n").unwrap();
+        std::fs::write(dir.path().join("version-hint.text"), "1\n").unwrap();
+        // v2 exists: a commit that crashed before writing the hint
         assert_eq!(current_version(dir.path()).unwrap(), Some(2));
         std::fs::write(dir.path().join("version-hint.text"), "x").unwrap();
         let e = current_version(dir.path()).unwrap_err().to_string();

@@ -11,7 +11,10 @@
 //! its arrow reader (arrow 58, bridged), the rest by DataFusion's parquet source.
 
 mod catalog;
+mod hadoop;
 mod scan;
+mod schema;
+pub(crate) mod tiering;
 
 use std::collections::HashMap;
 use std::sync::Mutex;

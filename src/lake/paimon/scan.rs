@@ -273,15 +273,3 @@ fn translate(
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_render_as_iso() {
-        assert_eq!(crate::lake::iso_date(0), "1970-01-01");
-        assert_eq!(crate::lake::iso_date(19723), "2024-01-01");
-        assert_eq!(crate::lake::iso_date(-1), "1969-12-31");
-    }
-}

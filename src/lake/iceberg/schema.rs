@@ -1,0 +1,244 @@
+//! A Fluss table as Iceberg tiering creates it (apache/fluss `IcebergSchemaUtils`,
+//! `IcebergPartitionSpecUtils`; `docs/reference/fluss-formats.md` §3.3): the Fluss
+//! columns, then the required system columns `__bucket int`, `__offset long`,
+//! `__timestamp timestamptz`; primary-key columns as identifier fields; spec
+//! `identity(<partition keys>)` then `bucket(<bucket key>, N)` or
+//! `identity(__bucket)`; sort order `ASC(__offset)`. And the log's rows in that
+//! shape, as arrow batches the `iceberg` writer takes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, Int32Array, Int64Array, RecordBatch, TimestampMicrosecondArray,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, TimeUnit};
+use fluss::metadata::DataType as FlussType;
+use iceberg::spec::{
+    NestedField, NullOrder, PrimitiveType, Schema, SortDirection, SortField, SortOrder, Transform,
+    Type, UnboundPartitionSpec,
+};
+
+use crate::error::{Error, Result};
+use crate::log::ChangelogBatch;
+use crate::source::FlussTable;
+
+/// Parquet field-id metadata key the `iceberg` writer matches columns by.
+const FIELD_ID_KEY: &str = "PARQUET:field_id";
+
+/// The Iceberg table of a Fluss table: schema, spec, sort order and properties.
+pub struct IcebergTableLayout {
+    /// Fluss columns then system columns, field ids from 1.
+    pub schema: Schema,
+    /// `identity(partition keys)`, then the bucket field.
+    pub spec: UnboundPartitionSpec,
+    /// `ASC(__offset)`.
+    pub sort_order: SortOrder,
+    /// Table properties.
+    pub properties: HashMap<String, String>,
+    /// The arrow (59) schema of the rows written, with field ids.
+    pub arrow: Arc<ArrowSchema>,
+}
+
+/// Fluss type -> Iceberg type and the arrow type the writer expects for it.
+fn iceberg_type(ty: &FlussType) -> Result<(PrimitiveType, ArrowType)> {
+    Ok(match ty {
+        FlussType::Boolean(_) => (PrimitiveType::Boolean, ArrowType::Boolean),
+        FlussType::TinyInt(_) | FlussType::SmallInt(_) | FlussType::Int(_) => {
+            (PrimitiveType::Int, ArrowType::Int32)
+        }
+        FlussType::BigInt(_) => (PrimitiveType::Long, ArrowType::Int64),
+        FlussType::Float(_) => (PrimitiveType::Float, ArrowType::Float32),
+        FlussType::Double(_) => (PrimitiveType::Double, ArrowType::Float64),
+        FlussType::Char(_) | FlussType::String(_) => (PrimitiveType::String, ArrowType::Utf8),
+        FlussType::Decimal(d) => (
+            PrimitiveType::Decimal {
+                precision: d.precision(),
+                scale: d.scale(),
+            },
+            ArrowType::Decimal128(d.precision() as u8, d.scale() as i8),
+        ),
+        FlussType::Date(_) => (PrimitiveType::Date, ArrowType::Date32),
+        FlussType::Timestamp(_) => (
+            PrimitiveType::Timestamp,
+            ArrowType::Timestamp(TimeUnit::Microsecond, None),
+        ),
+        FlussType::TimestampLTz(_) => (
+            PrimitiveType::Timestamptz,
+            ArrowType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+        ),
+        FlussType::Bytes(_) | FlussType::Binary(_) => (PrimitiveType::Binary, ArrowType::Binary),
+        other => {
+            return Err(Error::unsupported(format!(
+                "type {other} cannot be tiered to Iceberg by this crate yet"
+            )));
+        }
+    })
+}
+
+fn with_field_id(field: Field, id: i32) -> Field {
+    field.with_metadata(HashMap::from([(FIELD_ID_KEY.to_string(), id.to_string())]))
+}
+
+/// The Iceberg layout of `table`.
+pub fn table_layout(table: &FlussTable) -> Result<IcebergTableLayout> {
+    let info = &table.info;
+    let pk = info.get_primary_keys();
+    let mut fields = Vec::new();
+    let mut arrow_fields = Vec::new();
+    let mut identifier_ids = Vec::new();
+    let mut ids_by_name = HashMap::new();
+    for (i, column) in info.get_schema().columns().iter().enumerate() {
+        let id = i as i32 + 1;
+        let (ty, arrow) = iceberg_type(column.data_type())?;
+        let is_key = pk.iter().any(|k| k == column.name());
+        let nullable = !is_key && column.data_type().is_nullable();
+        fields.push(Arc::new(if nullable {
+            NestedField::optional(id, column.name(), Type::Primitive(ty))
+        } else {
+            NestedField::required(id, column.name(), Type::Primitive(ty))
+        }));
+        arrow_fields.push(with_field_id(
+            Field::new(column.name(), arrow, nullable),
+            id,
+        ));
+        if is_key {
+            identifier_ids.push(id);
+        }
+        ids_by_name.insert(column.name().to_string(), id);
+    }
+    let next = fields.len() as i32 + 1;
+    let system = [
+        ("__bucket", PrimitiveType::Int, ArrowType::Int32),
+        ("__offset", PrimitiveType::Long, ArrowType::Int64),
+        (
+            "__timestamp",
+            PrimitiveType::Timestamptz,
+            ArrowType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+        ),
+    ];
+    for (i, (name, ty, arrow)) in system.into_iter().enumerate() {
+        let id = next + i as i32;
+        fields.push(Arc::new(NestedField::required(
+            id,
+            name,
+            Type::Primitive(ty),
+        )));
+        arrow_fields.push(with_field_id(Field::new(name, arrow, false), id));
+        ids_by_name.insert(name.to_string(), id);
+    }
+    let invalid = |e: iceberg::Error| {
+        Error::invalid_input("the Fluss schema cannot be expressed in Iceberg")
+            .with_context("table", table.path.to_string())
+            .with_source(e)
+    };
+    let schema = Schema::builder()
+        .with_schema_id(0)
+        .with_fields(fields)
+        .with_identifier_field_ids(identifier_ids)
+        .build()
+        .map_err(invalid)?;
+
+    let id_of = |name: &str| {
+        ids_by_name.get(name).copied().ok_or_else(|| {
+            Error::data_invalid(format!("key '{name}' is not a column of the table"))
+                .with_context("table", table.path.to_string())
+        })
+    };
+    let mut spec = UnboundPartitionSpec::builder().with_spec_id(0);
+    for key in info.get_partition_keys().iter() {
+        spec = spec
+            .add_partition_field(id_of(key)?, key.clone(), Transform::Identity)
+            .map_err(invalid)?;
+    }
+    let bucket_keys = info.get_bucket_keys();
+    spec = match bucket_keys {
+        [] => spec
+            .add_partition_field(id_of("__bucket")?, "__bucket", Transform::Identity)
+            .map_err(invalid)?,
+        [key] => spec
+            .add_partition_field(
+                id_of(key)?,
+                format!("{key}_bucket"),
+                Transform::Bucket(info.get_num_buckets() as u32),
+            )
+            .map_err(invalid)?,
+        _ => {
+            return Err(Error::unsupported(
+                "Iceberg tiering supports at most one bucket key (as Fluss does)",
+            )
+            .with_context("table", table.path.to_string()));
+        }
+    };
+    let sort_order = SortOrder::builder()
+        .with_order_id(1)
+        .with_sort_field(SortField {
+            source_id: id_of("__offset")?,
+            transform: Transform::Identity,
+            direction: SortDirection::Ascending,
+            null_order: NullOrder::First,
+        })
+        .build_unbound()
+        .map_err(invalid)?;
+    let mut properties = HashMap::from([
+        ("write.format.default".to_string(), "parquet".to_string()),
+        (
+            "write.parquet.compression-codec".to_string(),
+            "zstd".to_string(),
+        ),
+    ]);
+    if !pk.is_empty() {
+        for key in ["write.delete.mode", "write.update.mode", "write.merge.mode"] {
+            properties.insert(key.to_string(), "merge-on-read".to_string());
+        }
+    }
+    Ok(IcebergTableLayout {
+        schema,
+        spec: spec.build(),
+        sort_order,
+        properties,
+        arrow: Arc::new(ArrowSchema::new(arrow_fields)),
+    })
+}
+
+/// A log batch of `bucket` as the lake's rows: its columns cast to the lake's types,
+/// then `__bucket`, `__offset` (each row's log offset) and `__timestamp` (the batch's
+/// commit time).
+pub fn lake_rows(
+    batch: &ChangelogBatch,
+    bucket: i32,
+    arrow: &Arc<ArrowSchema>,
+) -> Result<RecordBatch> {
+    let rows = batch.batch.num_rows();
+    let data = batch.batch.columns();
+    let system = 3;
+    if data.len() + system != arrow.fields().len() {
+        return Err(Error::internal(
+            "log batch columns do not match the Iceberg schema",
+        ));
+    }
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(arrow.fields().len());
+    for (column, field) in data.iter().zip(arrow.fields()) {
+        columns.push(if column.data_type() == field.data_type() {
+            column.clone()
+        } else {
+            cast(column, field.data_type()).map_err(|e| {
+                Error::internal(format!(
+                    "cannot cast column '{}' to its Iceberg type",
+                    field.name()
+                ))
+                .with_source(e)
+            })?
+        });
+    }
+    columns.push(Arc::new(Int32Array::from(vec![bucket; rows])));
+    columns.push(Arc::new(Int64Array::from_iter_values(
+        (0..rows as i64).map(|i| batch.first_offset + i),
+    )));
+    columns.push(Arc::new(
+        TimestampMicrosecondArray::from(vec![batch.commit_timestamp.saturating_mul(1000); rows])
+            .with_timezone("+00:00"),
+    ));
+    Ok(RecordBatch::try_new(arrow.clone(), columns)?)
+}
