@@ -8,7 +8,8 @@
 //! | `nation`   | primary key | 1       | nations 0-19              | nations 20-24                         |
 //!
 //! Sizes scale with `scale` (1.0 = 15,000 orders and 1,500 customers; always 25
-//! nations). Creating the demo is idempotent: a store that already has
+//! nations). The lakes are Paimon; `orders` can be put on Iceberg instead
+//! (`--demo-orders-lake iceberg`). Creating the demo is idempotent: a store that already has
 //! `fluss.orders` is left alone.
 
 use std::sync::Arc;
@@ -219,12 +220,19 @@ fn nations(range: std::ops::Range<usize>) -> Result<RecordBatch> {
 
 const LAKE: &str = "'table.datalake.enabled' = 'true', 'table.datalake.format' = 'paimon'";
 
-/// Creates the demo tables in database `fluss` of the session's store (once).
+/// Creates the demo tables in database `fluss` of the session's store (once), with
+/// `orders` tiered to `orders_lake` (`paimon` or `iceberg`).
 pub async fn create_demo(
     session: &FlussSession,
     store: &LocalStore,
     scale: f64,
+    orders_lake: &str,
 ) -> Result<DemoSummary> {
+    if !matches!(orders_lake, "paimon" | "iceberg") {
+        return Err(Error::invalid_input(format!(
+            "the demo's orders lake is paimon or iceberg, got '{orders_lake}'"
+        )));
+    }
     if !(scale.is_finite() && scale > 0.0) {
         return Err(Error::invalid_input(format!(
             "demo scale must be a positive number, got {scale}"
@@ -288,7 +296,8 @@ pub async fn create_demo(
         .execute(&format!(
             "CREATE TABLE {DEMO_DATABASE}.orders (o_orderkey BIGINT NOT NULL, o_custkey BIGINT, \
              o_orderstatus STRING, o_totalprice DECIMAL(15, 2), o_orderdate DATE, o_comment STRING) \
-             WITH ('bucket.num' = '4', 'bucket.key' = 'o_orderkey', {LAKE})"
+             WITH ('bucket.num' = '4', 'bucket.key' = 'o_orderkey', \
+             'table.datalake.enabled' = 'true', 'table.datalake.format' = '{orders_lake}')"
         ))
         .await?;
     let orders_path = TablePath::new(DEMO_DATABASE, "orders");

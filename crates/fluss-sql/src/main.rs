@@ -81,6 +81,9 @@ struct Args {
     /// Size of the demo dataset (1 = 15,000 orders, 1,500 customers).
     #[arg(long, default_value_t = 1.0)]
     demo_scale: f64,
+    /// Lake format of the demo's `orders` table: paimon or iceberg.
+    #[arg(long, default_value = "paimon")]
+    demo_orders_lake: String,
 }
 
 /// A row limit for the table format.
@@ -669,8 +672,10 @@ fn run(args: Args) -> Result<ExitCode> {
         let start = Instant::now();
         let session = shell.session.clone();
         let scale = args.demo_scale;
-        let summary = shell
-            .block_on_with_spinner(async move { create_demo(&session, &store, scale).await })?;
+        let orders_lake = args.demo_orders_lake.clone();
+        let summary = shell.block_on_with_spinner(async move {
+            create_demo(&session, &store, scale, &orders_lake).await
+        })?;
         if !args.quiet && summary.created {
             eprintln!(
                 "Created the demo dataset: {} orders, {} customers, {} nations ({:.1}s)",

@@ -228,6 +228,37 @@ fn demo_runs_commands() {
 }
 
 #[test]
+fn demo_orders_on_iceberg() {
+    let store = tempfile::tempdir().expect("temp dir");
+    let r = run(
+        store.path(),
+        &[
+            "-q",
+            "--demo",
+            "--demo-scale",
+            "0.01",
+            "--demo-orders-lake",
+            "iceberg",
+            "--format",
+            "csv",
+            "-c",
+            "SELECT (SELECT count(*) FROM orders) AS orders, \
+                    (SELECT count(*) FROM \"orders$lake\") AS lake_orders, \
+                    (SELECT count(*) FROM customer) AS customers",
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "orders,lake_orders,customers\n150,120,15");
+    assert!(
+        store
+            .path()
+            .join("lake/iceberg/fluss/orders/metadata/version-hint.text")
+            .exists(),
+        "orders is tiered into the Iceberg warehouse"
+    );
+}
+
+#[test]
 fn interactive_shell_in_a_pty() {
     let store = small_store();
     let mut command = Command::new(BIN);
