@@ -88,9 +88,15 @@ fn sort_key(v: &Value) -> (u8, String) {
         Value::Null => (0, String::new()),
         Value::Bool(b) => (1, format!("{:020}", *b as i64)),
         Value::Number(n) => {
-            let f = n.as_f64().unwrap_or(0.0);
-            // order numbers numerically with a fixed-width key
-            (1, format!("{:040.6}", f + 1e18))
+            // order numbers numerically: the f64's bits, flipped so that they sort as
+            // unsigned integers (adding an offset to the float lost small differences)
+            let bits = n.as_f64().unwrap_or(0.0).to_bits();
+            let key = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits | 1 << 63
+            };
+            (1, format!("{key:016x}"))
         }
         Value::String(s) => (2, s.clone()),
         other => (3, other.to_string()),

@@ -12,6 +12,7 @@
 
 mod catalog;
 mod hadoop;
+mod predicate;
 mod scan;
 mod schema;
 pub(crate) mod tiering;

@@ -4,12 +4,14 @@
 use datafusion::arrow::array::RecordBatch;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
+use iceberg::expr::Predicate;
 use iceberg::scan::FileScanTask;
 use iceberg::spec::{Literal, PrimitiveLiteral, PrimitiveType, TableMetadata, Transform, Type};
 use iceberg::table::Table;
 use serde::{Deserialize, Serialize};
 
 use super::lake_error;
+use super::predicate::to_iceberg_predicate;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::from_arrow58;
 use crate::lake::{
@@ -48,26 +50,24 @@ pub async fn plan_snapshot(
     request: &LakeScanRequest,
 ) -> Result<(LakePlan, Vec<FileScanTask>)> {
     let metadata = table.metadata();
-    let name = table.identifier().to_string();
     if metadata.snapshot_by_id(request.snapshot_id).is_none() {
         return Err(
             Error::not_found("the registered lake snapshot is not in the Iceberg table")
                 .with_context("snapshot", request.snapshot_id),
         );
     }
-    let scan = table
-        .scan()
-        .snapshot_id(request.snapshot_id)
-        .select_all()
-        .build()
-        .map_err(lake_error("cannot plan the Iceberg scan", &name))?;
-    let tasks: Vec<FileScanTask> = scan
-        .plan_files()
-        .await
-        .map_err(lake_error("cannot plan the Iceberg scan", &name))?
-        .try_collect()
-        .await
-        .map_err(lake_error("cannot plan the Iceberg scan", &name))?;
+    let filter = request
+        .filter
+        .as_ref()
+        .and_then(|f| to_iceberg_predicate(metadata.current_schema(), f));
+    let tasks = match filter {
+        // A filter the planner cannot bind only costs pruning: plan without it.
+        Some(filter) => match plan_files(table, request.snapshot_id, Some(filter)).await {
+            Ok(tasks) => tasks,
+            Err(_) => plan_files(table, request.snapshot_id, None).await?,
+        },
+        None => plan_files(table, request.snapshot_id, None).await?,
+    };
     let by_name = names_are_stable(metadata);
     let mut splits = Vec::with_capacity(tasks.len());
     for task in &tasks {
@@ -105,6 +105,29 @@ pub async fn plan_snapshot(
         },
         tasks,
     ))
+}
+
+/// The snapshot's data files, pruned by `filter` (partitions and file metrics).
+async fn plan_files(
+    table: &Table,
+    snapshot_id: i64,
+    filter: Option<Predicate>,
+) -> Result<Vec<FileScanTask>> {
+    let name = table.identifier().to_string();
+    let mut scan = table.scan().snapshot_id(snapshot_id).select_all();
+    if let Some(filter) = filter {
+        scan = scan.with_filter(filter);
+    }
+    let tasks = scan
+        .build()
+        .map_err(lake_error("cannot plan the Iceberg scan", &name))?
+        .plan_files()
+        .await
+        .map_err(lake_error("cannot plan the Iceberg scan", &name))?
+        .try_collect()
+        .await
+        .map_err(lake_error("cannot plan the Iceberg scan", &name))?;
+    Ok(tasks)
 }
 
 /// Whether every schema of the table names each field id as the current schema
