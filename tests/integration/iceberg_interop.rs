@@ -431,3 +431,44 @@ async fn a_committed_but_unregistered_iceberg_snapshot_is_registered_not_tiered_
         vec![json!({"n": 4})]
     );
 }
+
+/// The same pyiceberg tables through the sql (JDBC) catalog pyiceberg wrote them to:
+/// `iceberg_tables` names the current metadata file.
+#[tokio::test]
+async fn the_sql_catalog_finds_pyiceberg_tables() {
+    let Some(fx) = fixtures() else { return };
+    let fx = fx.path();
+    let s = Store::new().await;
+    let warehouse = fx.join("warehouse");
+    let catalog = |extra: &str| {
+        format!(
+            "'table.datalake.enabled' = 'true', 'table.datalake.format' = 'iceberg', \
+             'table.datalake.iceberg.type' = 'sql', 'table.datalake.iceberg.name' = 'default', \
+             'table.datalake.iceberg.uri' = 'jdbc:sqlite:{}', \
+             'table.datalake.iceberg.warehouse' = '{}'{extra}",
+            warehouse.join("catalog.db").display(),
+            warehouse.display()
+        )
+    };
+    s.sql(&format!(
+        "CREATE TABLE fluss.pk_t (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '2', {})",
+        catalog("")
+    ))
+    .await;
+    s.register_snapshot("pk_t", latest_snapshot(fx, "pk_t"))
+        .await;
+    assert_eq!(
+        s.rows("SELECT id, name, score FROM \"pk_t$lake\"").await,
+        expected_rows(fx, "pk_t", &["id", "name", "score"])
+    );
+    // a table the catalog does not have has no lake yet: its log alone is read
+    s.sql(&format!(
+        "CREATE TABLE fluss.other (id BIGINT, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '1', {})",
+        catalog("")
+    ))
+    .await;
+    s.sql("INSERT INTO other VALUES (1)").await;
+    assert_eq!(s.rows("SELECT id FROM other").await, vec![json!({"id": 1})]);
+}

@@ -58,10 +58,72 @@ pub async fn load_table(
 ) -> Result<Option<Table>> {
     match IcebergCatalogType::of(location)? {
         IcebergCatalogType::Hadoop => load_hadoop(&location.warehouse, database, table).await,
+        IcebergCatalogType::Sql => load_sql(location, database, table).await,
         other => Err(Error::unsupported(format!(
             "Iceberg catalog type {other:?} is not supported yet (hadoop is)"
         ))),
     }
+}
+
+/// Option naming the catalog (`table.datalake.iceberg.name`), as Fluss's
+/// `IcebergCatalogProvider` reads it; rows of other catalogs in the same database are
+/// not this one's.
+pub const CATALOG_NAME_OPTION: &str = "name";
+
+/// Fluss's default Iceberg catalog name (`IcebergLakeCatalog.ICEBERG_CATALOG_DEFAULT_NAME`).
+pub const DEFAULT_CATALOG_NAME: &str = "fluss-iceberg-catalog";
+
+/// Loads a table from a JDBC catalog (`uri`: `sqlite:<path>`, or Java's
+/// `jdbc:sqlite:<path>`): the `iceberg_tables` row names the current metadata file.
+async fn load_sql(location: &LakeLocation, database: &str, table: &str) -> Result<Option<Table>> {
+    use iceberg::{Catalog, CatalogBuilder};
+    use iceberg_catalog_sql::{
+        SQL_CATALOG_PROP_URI, SQL_CATALOG_PROP_WAREHOUSE, SqlCatalogBuilder,
+    };
+    let uri = location.options.get("uri").ok_or_else(|| {
+        Error::invalid_input("an Iceberg sql catalog needs 'table.datalake.iceberg.uri'")
+    })?;
+    let uri = uri.strip_prefix("jdbc:").unwrap_or(uri);
+    if !uri.starts_with("sqlite:") {
+        return Err(Error::unsupported(
+            "Iceberg sql catalogs on sqlite only for now (uri 'sqlite:<path>')",
+        )
+        .with_context("uri", redact(uri)));
+    }
+    let name = location
+        .options
+        .get(CATALOG_NAME_OPTION)
+        .map_or(DEFAULT_CATALOG_NAME, String::as_str);
+    let props = std::collections::HashMap::from([
+        (SQL_CATALOG_PROP_URI.to_string(), uri.to_string()),
+        (
+            SQL_CATALOG_PROP_WAREHOUSE.to_string(),
+            location.warehouse.clone(),
+        ),
+    ]);
+    let catalog_error = |e: iceberg::Error| {
+        Error::new(ErrorKind::Lake, "cannot open the Iceberg sql catalog")
+            .with_context("uri", redact(uri))
+            .with_source(e)
+    };
+    let catalog = SqlCatalogBuilder::default()
+        .with_storage_factory(std::sync::Arc::new(iceberg::io::LocalFsStorageFactory))
+        .load(name, props)
+        .await
+        .map_err(catalog_error)?;
+    let ident = TableIdent::from_strs([database, table])
+        .map_err(|e| Error::invalid_input("bad Iceberg table name").with_source(e))?;
+    if !catalog.table_exists(&ident).await.map_err(catalog_error)? {
+        return Ok(None);
+    }
+    catalog.load_table(&ident).await.map(Some).map_err(|e| {
+        Error::new(
+            ErrorKind::Lake,
+            "cannot load the Iceberg table from the sql catalog",
+        )
+        .with_context("uri", redact(uri))
+        .with_source(e)
+    })
 }
 
 /// The local directory of a warehouse path or `file://` URL.
