@@ -456,7 +456,17 @@ async fn run_differential(run: Run) {
         history: Vec::new(),
         checks: 0,
     };
+    let started = std::time::Instant::now();
     for step in 0..run.steps {
+        // Long runs say how far they are (each step costs more as the lake grows).
+        if step > 0 && step % 500 == 0 {
+            eprintln!(
+                "differential '{}': {step}/{} steps clean, {:.0}s",
+                run.name,
+                run.steps,
+                started.elapsed().as_secs_f64()
+            );
+        }
         let op = random_op(&mut rng, &model);
         checker.history.push(op.to_string());
         let fail = |e: fluss_datafusion::Error, history: &[String]| -> ! {
