@@ -4,12 +4,19 @@
 //! own files (`paimon/tiering.rs`, `iceberg/tiering.rs`); this module runs one at a time, under the store's
 //! writer lock, after rolling back an interrupted write statement.
 
+use bytes::Bytes;
 use fluss::metadata::TablePath;
+use serde::Serialize;
 
 use super::LakeFormat;
 
 use crate::error::{Error, Result};
-use crate::source::{FlussSource, LocalStore};
+use crate::log::LogRange;
+use crate::source::layout;
+use crate::source::local_store::WriteGuard;
+use crate::source::metadata::{LakeSnapshotEntry, TableBucketOffsets};
+use crate::source::{BucketLocation, FlussSource, FlussTable, LocalStore};
+use crate::union::cut::bucket_range;
 
 /// What one tiering run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,4 +56,103 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
         ))
         .with_context("table", path.to_string())),
     }
+}
+
+/// One bucket's log not tiered yet.
+pub(super) struct PendingBucket {
+    /// The bucket.
+    pub bucket: BucketLocation,
+    /// Its offsets from the last tiered offset to the high watermark.
+    pub range: LogRange,
+    /// The high watermark, the bucket's tiered offset once committed.
+    pub high_watermark: i64,
+}
+
+/// The offsets tiered so far (the latest tiered snapshot's), and every bucket with log
+/// after them: the same ranges a union read would take, so tiering never skips
+/// offsets the log lost either.
+pub(super) async fn pending_buckets(
+    store: &LocalStore,
+    table: &FlussTable,
+) -> Result<(TableBucketOffsets, Vec<PendingBucket>)> {
+    let offsets = store
+        .latest_tiered_snapshot(table)
+        .await?
+        .map(|s| s.offsets)
+        .unwrap_or_else(|| TableBucketOffsets::new(table.table_id()));
+    let buckets = store.buckets(table).await?;
+    let bounds = store.bucket_offsets(table, &buckets).await?;
+    let mut pending = Vec::new();
+    for (bucket, bounds) in buckets.into_iter().zip(bounds) {
+        let range = bucket_range(offsets.get(bucket.partition_id(), bucket.bucket), bounds)
+            .map_err(|e| {
+                e.with_context("table", table.path.to_string())
+                    .with_context("bucket", bucket.bucket)
+            })?;
+        if !range.is_empty() {
+            pending.push(PendingBucket {
+                bucket,
+                range,
+                high_watermark: bounds.high_watermark,
+            });
+        }
+    }
+    Ok((offsets, pending))
+}
+
+/// A fresh path for a tiering round's offsets file.
+pub(super) fn new_offsets_path(table: &FlussTable) -> String {
+    format!(
+        "{}/{}.offsets",
+        layout::lake_offsets_dir(&table.path, table.table_id()),
+        uuid::Uuid::new_v4()
+    )
+}
+
+/// Writes a tiering round's offsets file at `offsets_path`, then the pending `marker`
+/// that a re-run after a crash resolves.
+pub(super) async fn write_offsets_and_marker(
+    store: &LocalStore,
+    table: &FlussTable,
+    offsets_path: &str,
+    offsets: &TableBucketOffsets,
+    marker: &impl Serialize,
+) -> Result<()> {
+    store
+        .storage()
+        .put_atomic(offsets_path, Bytes::from(offsets.to_json()?))
+        .await?;
+    store
+        .storage()
+        .put_atomic(
+            &layout::lake_tiering_pending_node(table.table_id()),
+            Bytes::from(serde_json::to_vec(marker)?),
+        )
+        .await
+}
+
+/// Registers a committed tiering snapshot in `laketable.json`, then drops the pending
+/// marker: the round is complete.
+pub(super) async fn register_and_finish(
+    store: &LocalStore,
+    guard: &WriteGuard<'_>,
+    table: &FlussTable,
+    snapshot_id: i64,
+    offsets_path: &str,
+) -> Result<()> {
+    store
+        .register_lake_snapshot(
+            guard,
+            table.table_id(),
+            LakeSnapshotEntry {
+                snapshot_id,
+                tiered_offsets: offsets_path.to_string(),
+                readable_offsets: Some(offsets_path.to_string()),
+            },
+        )
+        .await?;
+    store
+        .storage()
+        .delete(&layout::lake_tiering_pending_node(table.table_id()))
+        .await
 }

@@ -343,6 +343,22 @@ pub enum LakePredicate {
     },
 }
 
+/// An integer literal as `i64` (any width or signedness that fits), for translating
+/// predicates to the lakes' integer columns.
+pub(crate) fn integer_literal(value: &ScalarValue) -> Option<i64> {
+    match value {
+        ScalarValue::Int8(Some(x)) => Some(*x as i64),
+        ScalarValue::Int16(Some(x)) => Some(*x as i64),
+        ScalarValue::Int32(Some(x)) => Some(*x as i64),
+        ScalarValue::Int64(Some(x)) => Some(*x),
+        ScalarValue::UInt8(Some(x)) => Some(*x as i64),
+        ScalarValue::UInt16(Some(x)) => Some(*x as i64),
+        ScalarValue::UInt32(Some(x)) => Some(*x as i64),
+        ScalarValue::UInt64(Some(x)) => i64::try_from(*x).ok(),
+        _ => None,
+    }
+}
+
 /// The conjunction of what can be expressed of `filters` over `columns` (others are
 /// left out, which only widens the pruning).
 pub fn lake_predicate(filters: &[Expr], columns: &[String]) -> Option<LakePredicate> {

@@ -456,7 +456,6 @@ async fn run_differential(run: Run) {
         history: Vec::new(),
         checks: 0,
     };
-    let started = std::time::Instant::now();
     for step in 0..run.steps {
         // Long runs say how far they are (each step costs more as the lake grows).
         if step > 0 && step % 500 == 0 {

@@ -8,7 +8,7 @@ use datafusion::scalar::ScalarValue;
 use iceberg::expr::{Predicate, Reference};
 use iceberg::spec::{Datum, PrimitiveType, Schema, Type};
 
-use crate::union::filters::{CompareOp, Comparison, LakePredicate};
+use crate::union::filters::{CompareOp, Comparison, LakePredicate, integer_literal};
 
 /// `predicate` over the columns of `schema`, if any part can be expressed.
 pub fn to_iceberg_predicate(schema: &Schema, predicate: &LakePredicate) -> Option<Predicate> {
@@ -62,17 +62,7 @@ fn column_type<'a>(schema: &'a Schema, column: &str) -> Option<&'a PrimitiveType
 }
 
 fn datum(value: &ScalarValue, ty: &PrimitiveType) -> Option<Datum> {
-    let integer = match value {
-        ScalarValue::Int8(Some(x)) => Some(*x as i64),
-        ScalarValue::Int16(Some(x)) => Some(*x as i64),
-        ScalarValue::Int32(Some(x)) => Some(*x as i64),
-        ScalarValue::Int64(Some(x)) => Some(*x),
-        ScalarValue::UInt8(Some(x)) => Some(*x as i64),
-        ScalarValue::UInt16(Some(x)) => Some(*x as i64),
-        ScalarValue::UInt32(Some(x)) => Some(*x as i64),
-        ScalarValue::UInt64(Some(x)) => i64::try_from(*x).ok(),
-        _ => None,
-    };
+    let integer = integer_literal(value);
     Some(match (ty, value) {
         (PrimitiveType::Int, _) => Datum::int(i32::try_from(integer?).ok()?),
         (PrimitiveType::Long, _) => Datum::long(integer?),

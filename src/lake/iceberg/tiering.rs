@@ -12,7 +12,6 @@
 //! Primary-key tables need equality-delete files, which iceberg 0.10.1 can write but
 //! not commit: not supported yet.
 
-use bytes::Bytes;
 use futures::TryStreamExt;
 use iceberg::TableIdent;
 use iceberg::spec::{DataFile, DataFileFormat, Literal, PartitionKey, Struct, Transform};
@@ -34,14 +33,15 @@ use super::schema::{IcebergTableLayout, lake_rows, table_layout};
 use super::{IcebergCatalogType, lake_error};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
-use crate::lake::tiering::TieringResult;
+use crate::lake::tiering::{
+    PendingBucket, TieringResult, new_offsets_path, pending_buckets, register_and_finish,
+    write_offsets_and_marker,
+};
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
 use crate::log::LogReadOptions;
 use crate::source::layout;
 use crate::source::local_store::WriteGuard;
-use crate::source::metadata::{LakeSnapshotEntry, TableBucketOffsets};
 use crate::source::{BucketLocation, FlussSource, FlussTable, LocalStore};
-use crate::union::cut::bucket_range;
 
 /// Snapshot summary key of the committing user (`IcebergLakeCommitter.COMMITTER_USER`).
 const COMMIT_USER_PROPERTY: &str = "commit-user";
@@ -82,22 +82,14 @@ async fn recover(
     };
     match committed {
         Some(snapshot_id) => {
-            store
-                .register_lake_snapshot(
-                    guard,
-                    table.table_id(),
-                    LakeSnapshotEntry {
-                        snapshot_id,
-                        tiered_offsets: pending.offsets.clone(),
-                        readable_offsets: Some(pending.offsets.clone()),
-                    },
-                )
-                .await?
+            register_and_finish(store, guard, table, snapshot_id, &pending.offsets).await?
         }
         // Never committed: the offsets file is an orphan.
-        None => store.storage().delete(&pending.offsets).await?,
+        None => {
+            store.storage().delete(&pending.offsets).await?;
+            store.storage().delete(&node).await?;
+        }
     }
-    store.storage().delete(&node).await?;
     Ok(committed)
 }
 
@@ -210,29 +202,21 @@ pub(in crate::lake) async fn tier(
         result.recovered = true;
     }
 
-    let previous = store.latest_tiered_snapshot(table).await?;
-    let mut offsets = previous
-        .as_ref()
-        .map(|s| s.offsets.clone())
-        .unwrap_or_else(|| TableBucketOffsets::new(table.table_id()));
+    let (mut offsets, pending) = pending_buckets(store, table).await?;
+    if pending.is_empty() {
+        return Ok(result);
+    }
     let layout = table_layout(table)?;
     let lake = catalog.ensure_table(&ident, &layout).await?;
     check_field_ids(&lake, &layout)?;
 
     let mut data_files = Vec::new();
-    let buckets = store.buckets(table).await?;
-    let all_bounds = store.bucket_offsets(table, &buckets).await?;
-    for (bucket, bounds) in buckets.into_iter().zip(all_bounds) {
-        // The same range a union read would take: tiering must not skip offsets the
-        // log lost either.
-        let range = bucket_range(offsets.get(bucket.partition_id(), bucket.bucket), bounds)
-            .map_err(|e| {
-                e.with_context("table", path.to_string())
-                    .with_context("bucket", bucket.bucket)
-            })?;
-        if range.is_empty() {
-            continue;
-        }
+    for PendingBucket {
+        bucket,
+        range,
+        high_watermark,
+    } in pending
+    {
         let partition = partition_of(&lake, &bucket)?;
         let stream = store
             .read_log(table, &bucket, range, LogReadOptions::verified())
@@ -242,31 +226,15 @@ pub(in crate::lake) async fn tier(
             .map_err(|e| e.with_context("table", path.to_string()))?;
         data_files.extend(files);
         result.records += records;
-        offsets.set(bucket.partition_id(), bucket.bucket, bounds.high_watermark);
+        offsets.set(bucket.partition_id(), bucket.bucket, high_watermark);
         result.buckets += 1;
     }
-    if result.buckets == 0 {
-        return Ok(result);
-    }
 
-    // offsets file + pending marker
-    let offsets_path = format!(
-        "{}/{}.offsets",
-        layout::lake_offsets_dir(path, table.table_id()),
-        uuid::Uuid::new_v4()
-    );
-    store
-        .storage()
-        .put_atomic(&offsets_path, Bytes::from(offsets.to_json()?))
-        .await?;
-    let pending_node = layout::lake_tiering_pending_node(table.table_id());
-    let pending = PendingTiering {
+    let offsets_path = new_offsets_path(table);
+    let marker = PendingTiering {
         offsets: offsets_path.clone(),
     };
-    store
-        .storage()
-        .put_atomic(&pending_node, Bytes::from(serde_json::to_vec(&pending)?))
-        .await?;
+    write_offsets_and_marker(store, table, &offsets_path, &offsets, &marker).await?;
 
     // commit, with the offsets file in the snapshot summary
     let name = path.to_string();
@@ -294,19 +262,7 @@ pub(in crate::lake) async fn tier(
         Error::internal("committed Iceberg snapshot not found").with_context("table", &name)
     })?;
 
-    // register, then drop the marker
-    store
-        .register_lake_snapshot(
-            guard,
-            table.table_id(),
-            LakeSnapshotEntry {
-                snapshot_id,
-                tiered_offsets: offsets_path.clone(),
-                readable_offsets: Some(offsets_path),
-            },
-        )
-        .await?;
-    store.storage().delete(&pending_node).await?;
+    register_and_finish(store, guard, table, snapshot_id, &offsets_path).await?;
     result.snapshot_id = Some(snapshot_id);
     Ok(result)
 }

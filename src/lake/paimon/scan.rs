@@ -20,7 +20,7 @@ use paimon::table::{DataSplit, Table};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::from_arrow58;
 use crate::lake::{ColumnMapping, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
-use crate::union::filters::{CompareOp, Comparison, LakePredicate};
+use crate::union::filters::{CompareOp, Comparison, LakePredicate, integer_literal};
 
 fn lake_err(message: &str) -> impl FnOnce(paimon::Error) -> Error {
     let message = message.to_string();
@@ -185,19 +185,7 @@ fn datum(value: &ScalarValue, ty: &PaimonType) -> Option<Datum> {
     if value.is_null() {
         return None;
     }
-    let as_i64 = |v: &ScalarValue| -> Option<i64> {
-        match v {
-            ScalarValue::Int8(Some(x)) => Some(*x as i64),
-            ScalarValue::Int16(Some(x)) => Some(*x as i64),
-            ScalarValue::Int32(Some(x)) => Some(*x as i64),
-            ScalarValue::Int64(Some(x)) => Some(*x),
-            ScalarValue::UInt8(Some(x)) => Some(*x as i64),
-            ScalarValue::UInt16(Some(x)) => Some(*x as i64),
-            ScalarValue::UInt32(Some(x)) => Some(*x as i64),
-            ScalarValue::UInt64(Some(x)) => i64::try_from(*x).ok(),
-            _ => None,
-        }
-    };
+    let as_i64 = integer_literal;
     Some(match ty {
         PaimonType::TinyInt(_) => Datum::TinyInt(i8::try_from(as_i64(value)?).ok()?),
         PaimonType::SmallInt(_) => Datum::SmallInt(i16::try_from(as_i64(value)?).ok()?),

@@ -27,14 +27,15 @@ use serde::{Deserialize, Serialize};
 use super::PaimonLake;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
-use crate::lake::tiering::TieringResult;
+use crate::lake::tiering::{
+    PendingBucket, TieringResult, new_offsets_path, pending_buckets, register_and_finish,
+    write_offsets_and_marker,
+};
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
 use crate::log::LogReadOptions;
 use crate::source::layout;
 use crate::source::local_store::WriteGuard;
-use crate::source::metadata::{LakeSnapshotEntry, TableBucketOffsets};
 use crate::source::{FlussSource, FlussTable, LocalStore};
-use crate::union::cut::bucket_range;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct PendingTiering {
@@ -172,26 +173,16 @@ async fn recover(
             if !has_offsets {
                 set_snapshot_offsets(&t, snapshot.id(), &pending.offsets).await?;
             }
-            store
-                .register_lake_snapshot(
-                    guard,
-                    table.table_id(),
-                    LakeSnapshotEntry {
-                        snapshot_id: snapshot.id(),
-                        tiered_offsets: pending.offsets.clone(),
-                        readable_offsets: Some(pending.offsets.clone()),
-                    },
-                )
-                .await?;
+            register_and_finish(store, guard, table, snapshot.id(), &pending.offsets).await?;
             Some(snapshot.id())
         }
         _ => {
             // Never committed: the offsets file is an orphan.
             store.storage().delete(&pending.offsets).await?;
+            store.storage().delete(&node).await?;
             None
         }
     };
-    store.storage().delete(&node).await?;
     Ok(registered)
 }
 
@@ -211,11 +202,7 @@ pub(in crate::lake) async fn tier(
         result.recovered = true;
     }
 
-    let previous = store.latest_tiered_snapshot(table).await?;
-    let mut offsets = previous
-        .as_ref()
-        .map(|s| s.offsets.clone())
-        .unwrap_or_else(|| TableBucketOffsets::new(table.table_id()));
+    let (mut offsets, pending) = pending_buckets(store, table).await?;
     let paimon_table = lake.ensure_table(table).await?;
     let has_bucket_key = !table.info.get_bucket_keys().is_empty();
     let is_pk = table.info.has_primary_key();
@@ -227,19 +214,12 @@ pub(in crate::lake) async fn tier(
         .new_write()
         .map_err(lake_err("cannot start a Paimon write", path))?;
 
-    let buckets = store.buckets(table).await?;
-    let all_bounds = store.bucket_offsets(table, &buckets).await?;
-    for (bucket, bounds) in buckets.into_iter().zip(all_bounds) {
-        // The same range a union read would take: tiering must not skip offsets the
-        // log lost either.
-        let range = bucket_range(offsets.get(bucket.partition_id(), bucket.bucket), bounds)
-            .map_err(|e| {
-                e.with_context("table", path.to_string())
-                    .with_context("bucket", bucket.bucket)
-            })?;
-        if range.is_empty() {
-            continue;
-        }
+    for PendingBucket {
+        bucket,
+        range,
+        high_watermark,
+    } in pending
+    {
         let mut stream = store
             .read_log(table, &bucket, range, LogReadOptions::verified())
             .await?;
@@ -257,7 +237,7 @@ pub(in crate::lake) async fn tier(
                 .map_err(lake_err("cannot write to the Paimon table", path))?;
             result.records += batch.batch.num_rows();
         }
-        offsets.set(bucket.partition_id(), bucket.bucket, bounds.high_watermark);
+        offsets.set(bucket.partition_id(), bucket.bucket, high_watermark);
         result.buckets += 1;
     }
     if result.buckets == 0 {
@@ -270,25 +250,13 @@ pub(in crate::lake) async fn tier(
         .map_err(lake_err("cannot prepare the Paimon commit", path))?;
 
     // 2. offsets file + pending marker
-    let offsets_path = format!(
-        "{}/{}.offsets",
-        layout::lake_offsets_dir(path, table.table_id()),
-        uuid::Uuid::new_v4()
-    );
-    store
-        .storage()
-        .put_atomic(&offsets_path, Bytes::from(offsets.to_json()?))
-        .await?;
+    let offsets_path = new_offsets_path(table);
     let commit_identifier = crate_now_millis();
     let pending = PendingTiering {
         commit_identifier,
         offsets: offsets_path.clone(),
     };
-    let pending_node = layout::lake_tiering_pending_node(table.table_id());
-    store
-        .storage()
-        .put_atomic(&pending_node, Bytes::from(serde_json::to_vec(&pending)?))
-        .await?;
+    write_offsets_and_marker(store, table, &offsets_path, &offsets, &pending).await?;
 
     // 3. commit + property
     write_builder
@@ -306,18 +274,7 @@ pub(in crate::lake) async fn tier(
     set_snapshot_offsets(&paimon_table, snapshot.id(), &offsets_path).await?;
 
     // 4. register, then drop the marker
-    store
-        .register_lake_snapshot(
-            guard,
-            table.table_id(),
-            LakeSnapshotEntry {
-                snapshot_id: snapshot.id(),
-                tiered_offsets: offsets_path.clone(),
-                readable_offsets: Some(offsets_path),
-            },
-        )
-        .await?;
-    store.storage().delete(&pending_node).await?;
+    register_and_finish(store, guard, table, snapshot.id(), &offsets_path).await?;
     result.snapshot_id = Some(snapshot.id());
     Ok(result)
 }
