@@ -229,6 +229,20 @@ pub async fn plan_snapshot(
     Ok((lake, plan))
 }
 
+/// A lake error from a format crate (`paimon`, `iceberg`), naming the table.
+pub(crate) fn lake_error<E>(message: &str, table: &str) -> impl FnOnce(E) -> Error + use<E>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let message = message.to_string();
+    let table = table.to_string();
+    move |e| {
+        Error::new(crate::error::ErrorKind::Lake, message)
+            .with_context("table", table)
+            .with_source(e)
+    }
+}
+
 /// Options of the lake catalog from table properties (`table.datalake.<fmt>.*`,
 /// prefix stripped), as Fluss's readers build them.
 pub fn lake_catalog_properties(

@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use fluss::metadata::TablePath;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::LakeFormat;
 
@@ -128,6 +129,34 @@ pub(super) async fn write_offsets_and_marker(
             &layout::lake_tiering_pending_node(table.table_id()),
             Bytes::from(serde_json::to_vec(marker)?),
         )
+        .await
+}
+
+/// The pending marker an interrupted round left, if any.
+pub(super) async fn read_pending_marker<T: DeserializeOwned>(
+    store: &LocalStore,
+    table: &FlussTable,
+) -> Result<Option<T>> {
+    let node = layout::lake_tiering_pending_node(table.table_id());
+    let Some(bytes) = store.storage().read_optional(&node).await? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| Error::from(e).with_context("file", &node))
+}
+
+/// Drops an interrupted round whose lake commit never happened: its offsets file is
+/// an orphan.
+pub(super) async fn discard_pending(
+    store: &LocalStore,
+    table: &FlussTable,
+    offsets_path: &str,
+) -> Result<()> {
+    store.storage().delete(offsets_path).await?;
+    store
+        .storage()
+        .delete(&layout::lake_tiering_pending_node(table.table_id()))
         .await
 }
 

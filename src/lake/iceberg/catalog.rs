@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use iceberg::TableIdent;
-use iceberg::io::FileIO;
-use iceberg::table::{StaticTable, Table};
+use iceberg::table::Table;
+
+use super::hadoop::HadoopCatalog;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
@@ -142,31 +143,15 @@ pub(super) fn local_dir(warehouse: &str) -> Result<PathBuf> {
 }
 
 async fn load_hadoop(warehouse: &str, database: &str, table: &str) -> Result<Option<Table>> {
-    let metadata_dir = local_dir(warehouse)?
-        .join(database)
-        .join(table)
-        .join("metadata");
-    let Some(version) = current_version(&metadata_dir)? else {
-        return Ok(None);
-    };
-    let file = metadata_dir.join(format!("v{version}.metadata.json"));
     let ident = TableIdent::from_strs([database, table])
         .map_err(|e| Error::invalid_input("bad Iceberg table name").with_source(e))?;
-    let location = file.to_string_lossy().to_string();
-    let table = StaticTable::from_metadata_file(&location, ident, FileIO::new_with_fs())
-        .await
-        .map_err(|e| {
-            Error::new(ErrorKind::Lake, "cannot read the Iceberg table metadata")
-                .with_context("file", &location)
-                .with_source(e)
-        })?;
-    Ok(Some(table.into_table()))
+    HadoopCatalog::new(warehouse)?.load_optional(&ident).await
 }
 
-/// The current metadata version of a hadoop table: `version-hint.text`, or the
-/// highest `v<N>.metadata.json` when the hint is missing; versions after the hint's
-/// that exist count too (as `HadoopTableOperations.refresh` moves past the hint) (as Iceberg's
-/// `HadoopTableOperations.findVersion` falls back); `None` if there is no table.
+/// The current metadata version of a hadoop table: `version-hint.text` and any later
+/// version that exists (as Iceberg's `HadoopTableOperations.refresh` moves past the
+/// hint), or the highest `v<N>.metadata.json` when the hint is missing (as its
+/// `findVersion` falls back); `None` if there is no table.
 pub(super) fn current_version(metadata_dir: &Path) -> Result<Option<u64>> {
     let hint = metadata_dir.join("version-hint.text");
     match std::fs::read_to_string(&hint) {

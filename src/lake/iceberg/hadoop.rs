@@ -89,12 +89,19 @@ impl HadoopCatalog {
 
     /// Loads the current version of `ident`.
     pub async fn load(&self, ident: &TableIdent) -> Result<Table> {
-        let metadata_dir = self.table_dir(ident).join("metadata");
-        let version = current_version(&metadata_dir)?.ok_or_else(|| {
+        self.load_optional(ident).await?.ok_or_else(|| {
             Error::not_found("the Iceberg table does not exist")
-                .with_context("file", metadata_dir.display())
-        })?;
-        load_version(&metadata_dir, ident, version).await
+                .with_context("file", self.table_dir(ident).join("metadata").display())
+        })
+    }
+
+    /// Loads the current version of `ident`; `None` if it does not exist.
+    pub async fn load_optional(&self, ident: &TableIdent) -> Result<Option<Table>> {
+        let metadata_dir = self.table_dir(ident).join("metadata");
+        match current_version(&metadata_dir)? {
+            Some(version) => load_version(&metadata_dir, ident, version).await.map(Some),
+            None => Ok(None),
+        }
     }
 }
 

@@ -27,23 +27,13 @@ use iceberg::scan::FileScanTask;
 use iceberg::table::Table;
 
 pub use self::catalog::{CATALOG_TYPE_OPTION, IcebergCatalogType};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::lake::lake_error;
 use crate::lake::{LakeLocation, LakePlan, LakeScanRequest, LakeSnapshot, LakeTable, MergeTask};
 use crate::source::FlussTable;
 
 /// Table property naming the Iceberg warehouse.
 pub const WAREHOUSE_PROPERTY: &str = "table.datalake.iceberg.warehouse";
-
-/// A lake error from the `iceberg` crate, naming the table.
-fn lake_error(message: &str, table: &str) -> impl FnOnce(iceberg::Error) -> Error {
-    let message = message.to_string();
-    let table = table.to_string();
-    move |e| {
-        Error::new(ErrorKind::Lake, message)
-            .with_context("table", table)
-            .with_source(e)
-    }
-}
 
 /// The Iceberg lake table of one Fluss table.
 pub struct IcebergLakeTable {

@@ -34,12 +34,11 @@ use super::{IcebergCatalogType, lake_error};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
 use crate::lake::tiering::{
-    PendingBucket, TieringResult, new_offsets_path, pending_buckets, register_and_finish,
-    write_offsets_and_marker,
+    PendingBucket, TieringResult, discard_pending, new_offsets_path, pending_buckets,
+    read_pending_marker, register_and_finish, write_offsets_and_marker,
 };
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
 use crate::log::LogReadOptions;
-use crate::source::layout;
 use crate::source::local_store::WriteGuard;
 use crate::source::{BucketLocation, FlussSource, FlussTable, LocalStore};
 
@@ -69,12 +68,9 @@ async fn recover(
     catalog: &HadoopCatalog,
     ident: &TableIdent,
 ) -> Result<Option<i64>> {
-    let node = layout::lake_tiering_pending_node(table.table_id());
-    let Some(bytes) = store.storage().read_optional(&node).await? else {
+    let Some(pending) = read_pending_marker::<PendingTiering>(store, table).await? else {
         return Ok(None);
     };
-    let pending: PendingTiering =
-        serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &node))?;
     let committed = match catalog.load(ident).await {
         Ok(t) => find_tiering_snapshot(&t, &pending.offsets),
         Err(e) if e.kind() == ErrorKind::NotFound => None,
@@ -86,8 +82,7 @@ async fn recover(
         }
         // Never committed: the offsets file is an orphan.
         None => {
-            store.storage().delete(&pending.offsets).await?;
-            store.storage().delete(&node).await?;
+            discard_pending(store, table, &pending.offsets).await?;
         }
     }
     Ok(committed)

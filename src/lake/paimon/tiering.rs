@@ -28,12 +28,11 @@ use super::PaimonLake;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
 use crate::lake::tiering::{
-    PendingBucket, TieringResult, new_offsets_path, pending_buckets, register_and_finish,
-    write_offsets_and_marker,
+    PendingBucket, TieringResult, discard_pending, new_offsets_path, pending_buckets,
+    read_pending_marker, register_and_finish, write_offsets_and_marker,
 };
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
 use crate::log::LogReadOptions;
-use crate::source::layout;
 use crate::source::local_store::WriteGuard;
 use crate::source::{FlussSource, FlussTable, LocalStore};
 
@@ -43,14 +42,8 @@ struct PendingTiering {
     offsets: String,
 }
 
-fn lake_err(message: &str, table: &TablePath) -> impl FnOnce(paimon::Error) -> Error {
-    let message = message.to_string();
-    let table = table.to_string();
-    move |e| {
-        Error::new(ErrorKind::Lake, message)
-            .with_context("table", table)
-            .with_source(e)
-    }
+fn lake_err(message: &str, table: &TablePath) -> impl FnOnce(paimon::Error) -> Error + use<> {
+    crate::lake::lake_error(message, &table.to_string())
 }
 
 fn row_kind(change: ChangeType) -> i8 {
@@ -152,12 +145,9 @@ async fn recover(
     table: &FlussTable,
     lake: &PaimonLake,
 ) -> Result<Option<i64>> {
-    let node = layout::lake_tiering_pending_node(table.table_id());
-    let Some(bytes) = store.storage().read_optional(&node).await? else {
+    let Some(pending) = read_pending_marker::<PendingTiering>(store, table).await? else {
         return Ok(None);
     };
-    let pending: PendingTiering =
-        serde_json::from_slice(&bytes).map_err(|e| Error::from(e).with_context("file", &node))?;
     let paimon_table = lake
         .table(table.path.database(), table.path.table())
         .await?;
@@ -178,8 +168,7 @@ async fn recover(
         }
         _ => {
             // Never committed: the offsets file is an orphan.
-            store.storage().delete(&pending.offsets).await?;
-            store.storage().delete(&node).await?;
+            discard_pending(store, table, &pending.offsets).await?;
             None
         }
     };
