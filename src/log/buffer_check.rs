@@ -48,12 +48,41 @@ pub fn check_buffer_sizes(
         next_node: 0,
         next_variadic: 0,
     };
+    let mut complete = true;
     for field in schema.fields() {
         if !walk.field(field, None)? {
+            complete = false;
             break;
         }
     }
+    // arrow-ipc asserts that every variadic buffer count is used by a view column
+    // (reader.rs `variadic_counts.is_empty()`): a count no column takes is corruption.
+    let unused = if complete {
+        walk.next_variadic < walk.variadic.len()
+    } else {
+        !walk.variadic.is_empty() && !schema.fields().iter().any(|f| has_view(f.data_type()))
+    };
+    if unused {
+        return Err(Error::data_invalid(format!(
+            "batch declares {} variadic buffer counts, its view columns use {}",
+            walk.variadic.len(),
+            walk.next_variadic
+        )));
+    }
     Ok(())
+}
+
+/// Whether a type is or holds a view type (the only users of variadic buffers).
+fn has_view(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Utf8View | DataType::BinaryView => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => has_view(f.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| has_view(f.data_type())),
+        _ => false,
+    }
 }
 
 struct Walk {
