@@ -266,6 +266,9 @@ pub fn read_tasks(
             }
         }
         task.project_field_ids = ids;
+        // The planning filter prunes files only (LakeScanRequest: never rows, the
+        // caller re-applies it); iceberg's reader would filter rows with it.
+        task.predicate = None;
     }
     let name = table.identifier().to_string();
     let stream = futures::stream::iter(tasks.into_iter().map(Ok)).boxed();
