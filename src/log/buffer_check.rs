@@ -167,7 +167,27 @@ impl Walk {
 
     fn offsets(&mut self, field: &Field, len: usize, width: usize) -> Result<()> {
         let needed = if len > 0 { (len + 1) * width } else { 0 };
-        self.sized(field, "offsets", needed)
+        self.whole_values(field, "offsets", needed, width)
+    }
+
+    /// Takes a buffer arrow-data reads whole as `width`-byte values (offsets, views):
+    /// `Buffer::typed_data` asserts its length is a multiple of the width.
+    fn whole_values(
+        &mut self,
+        field: &Field,
+        what: &str,
+        needed: usize,
+        width: usize,
+    ) -> Result<()> {
+        let size = self.buffers.get(self.next_buffer).copied().unwrap_or(0);
+        self.sized(field, what, needed)?;
+        if size % width != 0 {
+            return Err(Error::data_invalid(format!(
+                "Arrow {what} buffer of column '{}' has {size} bytes, not a multiple of {width}",
+                field.name()
+            )));
+        }
+        Ok(())
     }
 
     /// Walks one column and its children; `Ok(false)` when its layout is unknown here.
@@ -200,7 +220,7 @@ impl Walk {
             }
             Utf8View | BinaryView => {
                 self.validity(field, len, nulls)?;
-                self.sized(field, "views", len * 16)?;
+                self.whole_values(field, "views", len.saturating_mul(16), 16)?;
                 let count = self.variadic.get(self.next_variadic).copied().unwrap_or(0);
                 self.next_variadic += 1;
                 for _ in 0..count.max(0) {
