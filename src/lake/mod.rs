@@ -257,6 +257,17 @@ pub fn lake_catalog_properties(
 }
 
 /// An epoch day as `YYYY-MM-DD`, as Fluss renders date partition values.
+/// The directory, relative to its warehouse, of the lake table a store-managed catalog
+/// keeps for `path`: Paimon's filesystem catalog uses `<db>.db/<table>`, Iceberg's
+/// hadoop catalog `<db>/<table>`. `None` for formats kept elsewhere.
+pub(crate) fn lake_table_dir(format: LakeFormat, path: &fluss::metadata::TablePath) -> Option<String> {
+    match format {
+        LakeFormat::Paimon => Some(format!("{}.db/{}", path.database(), path.table())),
+        LakeFormat::Iceberg => Some(format!("{}/{}", path.database(), path.table())),
+        _ => None,
+    }
+}
+
 pub(crate) fn iso_date(days: i32) -> String {
     // Civil-from-days (Howard Hinnant), avoiding a date dependency.
     let z = days as i64 + 719_468;

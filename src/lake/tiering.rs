@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::LakeFormat;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::log::LogRange;
 use crate::source::layout;
 use crate::source::local_store::WriteGuard;
@@ -99,6 +99,31 @@ pub(super) async fn pending_buckets(
         }
     }
     Ok((offsets, pending))
+}
+
+/// Refuses a table's first tiering into a lake table that already has snapshots.
+///
+/// They were tiered from something else (a dropped table of the same name, another
+/// writer): appending to them would make a union read show their rows as this
+/// table's. `lake_has_snapshots` is asked only when the table has none registered.
+pub(super) async fn check_lake_table_is_ours<F>(
+    store: &LocalStore,
+    table: &FlussTable,
+    lake_has_snapshots: F,
+) -> Result<()>
+where
+    F: AsyncFnOnce() -> Result<bool>,
+{
+    if store.latest_tiered_snapshot(table).await?.is_some() || !lake_has_snapshots().await? {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::AlreadyExists,
+        "the lake table already holds snapshots this table did not tier (left by a dropped \
+         table of the same name, or written by another tool); drop it from the lake, or \
+         use another table name",
+    )
+    .with_context("table", table.path.to_string()))
 }
 
 /// A fresh path for a tiering round's offsets file.

@@ -1,5 +1,5 @@
-//! Differential test: random appends / upserts / deletes / tierings on a LocalStore,
-//! every union read (and lake-only read) compared with an in-memory model.
+//! Differential test: random appends / upserts / deletes / tierings (and, rarely, a
+//! table dropped and created again) on a LocalStore, every union read (and lake-only read) compared with an in-memory model.
 //!
 //! Tables (database `db`):
 //! - `kv`: primary-key table `(id BIGINT PK, v STRING NULL, n INT NULL)`, 3 buckets;
@@ -43,6 +43,16 @@ enum Op {
     TierPk,
     Append(Vec<Row>),
     TierLog,
+    /// Drops a table and creates it again under the same name: the new table must
+    /// show none of the old one's log or lake. It also bounds how long one table's
+    /// history grows, which keeps 10,000-step runs linear in time.
+    Recreate(Table),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Table {
+    Kv,
+    Lg,
 }
 
 impl std::fmt::Display for Op {
@@ -59,6 +69,8 @@ impl std::fmt::Display for Op {
             Op::TierPk => write!(f, "kv tier"),
             Op::Append(r) => write!(f, "lg append {}", rows(r)),
             Op::TierLog => write!(f, "lg tier"),
+            Op::Recreate(Table::Kv) => write!(f, "kv drop + create"),
+            Op::Recreate(Table::Lg) => write!(f, "lg drop + create"),
         }
     }
 }
@@ -113,6 +125,14 @@ fn random_rows(rng: &mut StdRng, max: usize) -> Vec<Row> {
 }
 
 fn random_op(rng: &mut StdRng, model: &Model) -> Op {
+    // one step in 500 re-creates a table (each table lives ~1,000 steps on average)
+    if rng.random_range(0..500) == 0 {
+        return Op::Recreate(if rng.random_bool(0.5) {
+            Table::Kv
+        } else {
+            Table::Lg
+        });
+    }
     match rng.random_range(0..100) {
         0..30 => Op::Upsert(random_rows(rng, 6)),
         30..45 => {
@@ -435,14 +455,16 @@ async fn run_differential(run: Run) {
     store.create_database("db", None, false).await.unwrap();
     let kv = TablePath::new("db", "kv");
     let lg = TablePath::new("db", "lg");
+    let kv_descriptor = descriptor(true, 3, &run.common);
     store
-        .create_table(&kv, &descriptor(true, 3, &run.common), false)
+        .create_table(&kv, &kv_descriptor, false)
         .await
         .unwrap();
     let mut log_props = run.common.clone();
     log_props.extend(run.log_only.iter().cloned());
+    let lg_descriptor = descriptor(false, 2, &log_props);
     store
-        .create_table(&lg, &descriptor(false, 2, &log_props), false)
+        .create_table(&lg, &lg_descriptor, false)
         .await
         .unwrap();
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
@@ -513,9 +535,36 @@ async fn run_differential(run: Run) {
                 model.lg_lake = model.lg.clone();
                 model.lg_tiered = true;
             }
+            Op::Recreate(which) => {
+                let (path, descriptor) = match which {
+                    Table::Kv => (&kv, &kv_descriptor),
+                    Table::Lg => (&lg, &lg_descriptor),
+                };
+                if let Err(e) = store.drop_table(path, false).await {
+                    fail(e, &checker.history);
+                }
+                if let Err(e) = store.create_table(path, descriptor, false).await {
+                    fail(e, &checker.history);
+                }
+                match which {
+                    Table::Kv => {
+                        model.kv.clear();
+                        model.kv_lake.clear();
+                        model.kv_tiered = false;
+                    }
+                    Table::Lg => {
+                        model.lg.clear();
+                        model.lg_lake.clear();
+                        model.lg_tiered = false;
+                    }
+                }
+            }
         }
         // Check the table the operation touched every step, the other one every few.
-        let touched_kv = matches!(op, Op::Upsert(_) | Op::Delete(_) | Op::TierPk);
+        let touched_kv = matches!(
+            op,
+            Op::Upsert(_) | Op::Delete(_) | Op::TierPk | Op::Recreate(Table::Kv)
+        );
         if touched_kv || step % 5 == 0 {
             let rows = Model::kv_rows(&model.kv);
             let lake = Model::kv_rows(&model.kv_lake);

@@ -594,3 +594,31 @@ async fn a_primary_key_write_or_fold_over_the_memory_limit_fails_labelled_and_ch
         "{e}"
     );
 }
+
+/// A table created again under a dropped table's name, with its lake in a warehouse
+/// outside the store (which DROP TABLE leaves alone): its first tiering must refuse
+/// the old lake table's snapshots, never union them with its own rows.
+#[tokio::test]
+async fn a_recreated_table_refuses_an_old_lake_table_it_did_not_tier() {
+    let f = Fixture::new(false).await;
+    let lake = tempfile::tempdir().unwrap();
+    let ddl = format!(
+        "CREATE TABLE t (id BIGINT, v STRING) WITH ('bucket.num' = '1', \
+         'table.datalake.enabled' = 'true', 'table.datalake.paimon.warehouse' = '{}')",
+        lake.path().display()
+    );
+    f.sql(&ddl).await;
+    f.sql("INSERT INTO t VALUES (1, 'old'), (2, 'old')").await;
+    f.sql("CALL fluss.tier('t')").await;
+    f.sql("DROP TABLE t").await;
+    f.sql(&ddl).await;
+    f.sql("INSERT INTO t VALUES (3, 'new')").await;
+    let error = f.error("CALL fluss.tier('t')").await;
+    assert!(
+        error.contains("already holds snapshots this table did not tier")
+            && error.contains("fluss.t"),
+        "{error}"
+    );
+    assert_eq!(single_i64(&f.sql("SELECT count(*) FROM t").await), 1);
+    assert_eq!(single_i64(&f.sql("SELECT max(id) FROM t").await), 3);
+}

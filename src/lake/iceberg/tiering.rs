@@ -34,8 +34,8 @@ use super::{IcebergCatalogType, lake_error};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
 use crate::lake::tiering::{
-    PendingBucket, TieringResult, discard_pending, new_offsets_path, pending_buckets,
-    read_pending_marker, register_and_finish, write_offsets_and_marker,
+    PendingBucket, TieringResult, check_lake_table_is_ours, discard_pending, new_offsets_path,
+    pending_buckets, read_pending_marker, register_and_finish, write_offsets_and_marker,
 };
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
 use crate::log::LogReadOptions;
@@ -203,6 +203,10 @@ pub(in crate::lake) async fn tier(
     }
     let layout = table_layout(table)?;
     let lake = catalog.ensure_table(&ident, &layout).await?;
+    check_lake_table_is_ours(store, table, async || {
+        Ok(lake.metadata().current_snapshot().is_some())
+    })
+    .await?;
     check_field_ids(&lake, &layout)?;
 
     let mut data_files = Vec::new();

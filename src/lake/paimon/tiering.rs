@@ -28,8 +28,8 @@ use super::PaimonLake;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
 use crate::lake::tiering::{
-    PendingBucket, TieringResult, discard_pending, new_offsets_path, pending_buckets,
-    read_pending_marker, register_and_finish, write_offsets_and_marker,
+    PendingBucket, TieringResult, check_lake_table_is_ours, discard_pending, new_offsets_path,
+    pending_buckets, read_pending_marker, register_and_finish, write_offsets_and_marker,
 };
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
 use crate::log::LogReadOptions;
@@ -193,6 +193,16 @@ pub(in crate::lake) async fn tier(
 
     let (mut offsets, pending) = pending_buckets(store, table).await?;
     let paimon_table = lake.ensure_table(table).await?;
+    check_lake_table_is_ours(store, table, async || {
+        let latest = paimon_table
+            .snapshot_manager()
+            .get_latest_snapshot_id()
+            .await;
+        Ok(latest
+            .map_err(lake_err("cannot read the Paimon snapshots", path))?
+            .is_some())
+    })
+    .await?;
     let has_bucket_key = !table.info.get_bucket_keys().is_empty();
     let is_pk = table.info.has_primary_key();
     let write_builder = paimon_table

@@ -10,6 +10,7 @@ use fluss::metadata::{JsonSerde, TableDescriptor, TablePath};
 use super::write::WriteGuard;
 use super::{LocalStore, now_millis, to_btree, to_hash};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lake::{LakeFormat, lake_table_dir};
 use crate::log::ArrowCompression;
 use crate::log::statistics::{STATISTICS_COLUMNS_PROPERTY, statistics_column_mapping};
 use crate::source::layout::{self, validate_name, validate_partition_name};
@@ -277,7 +278,14 @@ impl LocalStore {
             .await?;
         self.storage
             .delete_dir(&format!("zk/tabletservers/tables/{id}"))
-            .await
+            .await?;
+        // The lake table goes with it when it lives in the store's own warehouse; a
+        // table created again under the name must not find the old one's snapshots
+        // (its first tiering would refuse them). Lakes elsewhere are left alone.
+        if let Some(dir) = owned_lake_table_dir(&table) {
+            self.storage.delete_dir(&dir).await?;
+        }
+        Ok(())
     }
 
     /// The id of partition `name`, registering it on first use.
@@ -324,4 +332,27 @@ impl LocalStore {
         self.put_json(&layout::lake_table_node(table_id), lake.to_json()?)
             .await
     }
+}
+
+/// The store-relative directory of `table`'s lake table, if its warehouse is a path
+/// inside the store (the default) and its catalog keeps tables as directories there.
+fn owned_lake_table_dir(table: &FlussTable) -> Option<String> {
+    let format = LakeFormat::of(&table.lake_format()?);
+    let properties = table.info.get_properties();
+    let warehouse = properties.get(&format!("table.datalake.{}.warehouse", format.name()))?;
+    let relative = !warehouse.starts_with('/') && !warehouse.contains("://");
+    let directory_catalog = match format {
+        LakeFormat::Paimon => properties
+            .get("table.datalake.paimon.metastore")
+            .is_none_or(|m| m == "filesystem"),
+        LakeFormat::Iceberg => properties
+            .get("table.datalake.iceberg.type")
+            .is_none_or(|t| t == "hadoop"),
+        _ => false,
+    };
+    if !relative || !directory_catalog {
+        return None;
+    }
+    let dir = lake_table_dir(format, &table.path)?;
+    Some(format!("{}/{dir}", warehouse.trim_end_matches('/')))
 }
