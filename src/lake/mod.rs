@@ -260,7 +260,10 @@ pub fn lake_catalog_properties(
 /// The directory, relative to its warehouse, of the lake table a store-managed catalog
 /// keeps for `path`: Paimon's filesystem catalog uses `<db>.db/<table>`, Iceberg's
 /// hadoop catalog `<db>/<table>`. `None` for formats kept elsewhere.
-pub(crate) fn lake_table_dir(format: LakeFormat, path: &fluss::metadata::TablePath) -> Option<String> {
+pub(crate) fn lake_table_dir(
+    format: LakeFormat,
+    path: &fluss::metadata::TablePath,
+) -> Option<String> {
     match format {
         LakeFormat::Paimon => Some(format!("{}.db/{}", path.database(), path.table())),
         LakeFormat::Iceberg => Some(format!("{}/{}", path.database(), path.table())),

@@ -95,6 +95,19 @@ impl HadoopCatalog {
         })
     }
 
+    /// Commits `metadata` as the version after `table`'s (failing if another commit
+    /// made that version first); returns the table as committed.
+    pub async fn commit_metadata(&self, table: &Table, metadata: TableMetadata) -> Result<Table> {
+        let ident = table.identifier();
+        let location = table.metadata_location().unwrap_or_default();
+        let version = version_of(location).ok_or_else(|| {
+            Error::new(ErrorKind::Lake, "not a hadoop metadata file").with_context("file", location)
+        })?;
+        let metadata_dir = self.table_dir(ident).join("metadata");
+        write_version(&metadata_dir, version + 1, &metadata)?;
+        load_version(&metadata_dir, ident, version + 1).await
+    }
+
     /// Loads the current version of `ident`; `None` if it does not exist.
     pub async fn load_optional(&self, ident: &TableIdent) -> Result<Option<Table>> {
         let metadata_dir = self.table_dir(ident).join("metadata");

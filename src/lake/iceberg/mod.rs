@@ -13,6 +13,7 @@
 mod catalog;
 mod hadoop;
 mod predicate;
+mod row_delta;
 mod scan;
 mod schema;
 pub(crate) mod tiering;

@@ -9,15 +9,27 @@
 //! resolves a pending marker: a committed snapshot that carries its offsets file is
 //! registered, otherwise the offsets file is discarded.
 //!
-//! Primary-key tables need equality-delete files, which iceberg 0.10.1 can write but
-//! not commit: not supported yet.
+//! Primary-key tables: each bucket's round of changes is folded by key; touched keys
+//! get equality deletes (on the identifier fields), surviving keys their rows, and
+//! both are committed as one row delta (`row_delta.rs`: iceberg 0.10.1 writes the
+//! delete files but cannot commit them).
 
+use std::collections::HashMap;
+
+use datafusion::arrow::array::{BooleanArray, RecordBatch};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::row::{RowConverter, SortField};
+use fluss::record::ChangeType;
 use futures::TryStreamExt;
 use iceberg::TableIdent;
+use iceberg::arrow::arrow_schema_to_schema;
 use iceberg::spec::{DataFile, DataFileFormat, Literal, PartitionKey, Struct, Transform};
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
+use iceberg::writer::base_writer::equality_delete_writer::{
+    EqualityDeleteFileWriterBuilder, EqualityDeleteWriterConfig,
+};
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
     DefaultFileNameGenerator, DefaultLocationGenerator,
@@ -29,6 +41,7 @@ use parquet58::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 
 use super::hadoop::HadoopCatalog;
+use super::row_delta::{RowDelta, commit_row_delta};
 use super::schema::{IcebergTableLayout, lake_rows, table_layout};
 use super::{IcebergCatalogType, lake_error};
 use crate::error::{Error, ErrorKind, Result};
@@ -117,54 +130,154 @@ fn partition_of(table: &Table, bucket: &BucketLocation) -> Result<Struct> {
     Ok(Struct::from_iter(literals))
 }
 
-/// Writes one bucket's log range as data files of `partition`.
-async fn write_bucket(
-    table: &Table,
-    layout: &IcebergTableLayout,
-    partition: Struct,
-    mut batches: impl futures::Stream<Item = Result<crate::log::ChangelogBatch>> + Unpin,
-    bucket: i32,
-) -> Result<(Vec<DataFile>, usize)> {
-    let name = table.identifier().to_string();
-    let metadata = table.metadata();
-    let schema = metadata.current_schema().clone();
-    let key = PartitionKey::new(
-        metadata.default_partition_spec().as_ref().clone(),
-        schema.clone(),
-        partition,
-    );
-    let props = WriterProperties::builder()
+/// Writer properties of the files tiering writes (the table's `zstd` codec).
+fn writer_properties() -> WriterProperties {
+    WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .build();
-    let rolling = RollingFileWriterBuilder::new_with_default_file_size(
-        ParquetWriterBuilder::new(props, schema),
+        .build()
+}
+
+/// A rolling parquet writer of `schema`'s rows into the table's data directory.
+fn rolling_writer(
+    table: &Table,
+    schema: iceberg::spec::SchemaRef,
+) -> Result<
+    RollingFileWriterBuilder<
+        ParquetWriterBuilder,
+        DefaultLocationGenerator,
+        DefaultFileNameGenerator,
+    >,
+> {
+    let name = table.identifier().to_string();
+    Ok(RollingFileWriterBuilder::new_with_default_file_size(
+        ParquetWriterBuilder::new(writer_properties(), schema),
         table.file_io().clone(),
-        DefaultLocationGenerator::new(metadata)
+        DefaultLocationGenerator::new(table.metadata())
             .map_err(lake_error("cannot place data files", &name))?,
         DefaultFileNameGenerator::new(
             format!("fluss-{}", uuid::Uuid::new_v4()),
             None,
             DataFileFormat::Parquet,
         ),
-    );
-    let mut writer = DataFileWriterBuilder::new(rolling)
-        .build(Some(key))
+    ))
+}
+
+fn partition_key(table: &Table, partition: Struct) -> PartitionKey {
+    let metadata = table.metadata();
+    PartitionKey::new(
+        metadata.default_partition_spec().as_ref().clone(),
+        metadata.current_schema().clone(),
+        partition,
+    )
+}
+
+/// Writes lake rows as data files of `partition`.
+async fn write_data_files(
+    table: &Table,
+    partition: Struct,
+    mut rows: impl futures::Stream<Item = Result<RecordBatch>> + Unpin,
+) -> Result<Vec<DataFile>> {
+    let name = table.identifier().to_string();
+    let schema = table.metadata().current_schema().clone();
+    let mut writer = DataFileWriterBuilder::new(rolling_writer(table, schema)?)
+        .build(Some(partition_key(table, partition)))
         .await
         .map_err(lake_error("cannot start an Iceberg data file", &name))?;
-    let mut records = 0;
-    while let Some(batch) = batches.try_next().await? {
-        records += batch.batch.num_rows();
-        let rows = to_arrow58(&lake_rows(&batch, bucket, &layout.arrow)?)?;
+    while let Some(batch) = rows.try_next().await? {
         writer
-            .write(rows)
+            .write(to_arrow58(&batch)?)
             .await
             .map_err(lake_error("cannot write an Iceberg data file", &name))?;
     }
-    let files = writer
+    writer
         .close()
         .await
-        .map_err(lake_error("cannot finish an Iceberg data file", &name))?;
-    Ok((files, records))
+        .map_err(lake_error("cannot finish an Iceberg data file", &name))
+}
+
+/// Writes the key columns of lake rows as equality-delete files of `partition`.
+async fn write_equality_deletes(
+    table: &Table,
+    partition: Struct,
+    rows: Vec<RecordBatch>,
+) -> Result<Vec<DataFile>> {
+    let name = table.identifier().to_string();
+    let schema = table.metadata().current_schema().clone();
+    let equality_ids: Vec<i32> = schema.identifier_field_ids().collect();
+    let config = EqualityDeleteWriterConfig::new(equality_ids, schema)
+        .map_err(lake_error("cannot set up Iceberg equality deletes", &name))?;
+    let delete_schema = arrow_schema_to_schema(config.projected_arrow_schema_ref())
+        .map_err(lake_error("cannot set up Iceberg equality deletes", &name))?;
+    let rolling = rolling_writer(table, std::sync::Arc::new(delete_schema))?;
+    let mut writer = EqualityDeleteFileWriterBuilder::new(rolling, config)
+        .build(Some(partition_key(table, partition)))
+        .await
+        .map_err(lake_error("cannot start an Iceberg delete file", &name))?;
+    for batch in rows {
+        writer
+            .write(to_arrow58(&batch)?)
+            .await
+            .map_err(lake_error("cannot write an Iceberg delete file", &name))?;
+    }
+    writer
+        .close()
+        .await
+        .map_err(lake_error("cannot finish an Iceberg delete file", &name))
+}
+
+/// A primary-key bucket's round of changes, folded: the last change of each key
+/// wins. Every key the round touched gets an equality delete (removing its rows of
+/// earlier snapshots), and a key whose last change is `+I`/`+U` also gets its row.
+/// Deleting before re-inserting is how merge-on-read upserts work in Iceberg; the
+/// fold keeps one row per key, so no position deletes are needed.
+fn fold_changes(
+    rounds: &[(RecordBatch, Vec<ChangeType>)],
+    key_columns: &[usize],
+) -> Result<(Vec<RecordBatch>, Vec<RecordBatch>)> {
+    let Some((first, _)) = rounds.first() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let fields = key_columns
+        .iter()
+        .map(|&i| SortField::new(first.schema().field(i).data_type().clone()))
+        .collect();
+    let converter = RowConverter::new(fields)?;
+    let mut last: HashMap<Box<[u8]>, (usize, usize)> = HashMap::new();
+    for (b, (rows, _)) in rounds.iter().enumerate() {
+        let keys: Vec<_> = key_columns
+            .iter()
+            .map(|&i| rows.column(i).clone())
+            .collect();
+        let keys = converter.convert_columns(&keys)?;
+        for r in 0..rows.num_rows() {
+            last.insert(keys.row(r).as_ref().into(), (b, r));
+        }
+    }
+    let mut touched: Vec<Vec<bool>> = rounds
+        .iter()
+        .map(|(r, _)| vec![false; r.num_rows()])
+        .collect();
+    let mut kept = touched.clone();
+    for (b, r) in last.into_values() {
+        touched[b][r] = true;
+        kept[b][r] = matches!(
+            rounds[b].1[r],
+            ChangeType::Insert | ChangeType::UpdateAfter | ChangeType::AppendOnly
+        );
+    }
+    let mut upserts = Vec::new();
+    let mut deletes = Vec::new();
+    for ((rows, _), (touched, kept)) in rounds.iter().zip(touched.into_iter().zip(kept)) {
+        let kept = filter_record_batch(rows, &BooleanArray::from(kept))?;
+        let touched = filter_record_batch(rows, &BooleanArray::from(touched))?;
+        if kept.num_rows() > 0 {
+            upserts.push(kept);
+        }
+        if touched.num_rows() > 0 {
+            deletes.push(touched);
+        }
+    }
+    Ok((upserts, deletes))
 }
 
 /// Tiers every bucket of a log table from its last tiered offset to its end into the
@@ -176,12 +289,6 @@ pub(in crate::lake) async fn tier(
     location: &LakeLocation,
 ) -> Result<TieringResult> {
     let path = &table.path;
-    if table.info.has_primary_key() {
-        return Err(Error::unsupported(
-            "tiering primary-key tables to Iceberg is not supported yet (log tables are)",
-        )
-        .with_context("table", path.to_string()));
-    }
     if IcebergCatalogType::of(location)? != IcebergCatalogType::Hadoop {
         return Err(
             Error::unsupported("the LocalStore tiers to Iceberg hadoop catalogs only")
@@ -209,7 +316,10 @@ pub(in crate::lake) async fn tier(
     .await?;
     check_field_ids(&lake, &layout)?;
 
+    let is_pk = table.info.has_primary_key();
+    let key_columns = key_columns(table)?;
     let mut data_files = Vec::new();
+    let mut delete_files = Vec::new();
     for PendingBucket {
         bucket,
         range,
@@ -220,10 +330,42 @@ pub(in crate::lake) async fn tier(
         let stream = store
             .read_log(table, &bucket, range, LogReadOptions::verified())
             .await?;
-        let (files, records) = write_bucket(&lake, &layout, partition, stream, bucket.bucket)
-            .await
-            .map_err(|e| e.with_context("table", path.to_string()))?;
-        data_files.extend(files);
+        let with_table = |e: Error| e.with_context("table", path.to_string());
+        let mut records = 0;
+        let b = bucket.bucket;
+        if is_pk {
+            let rounds: Vec<(RecordBatch, Vec<ChangeType>)> = stream
+                .and_then(|batch| {
+                    records += batch.batch.num_rows();
+                    let rows = lake_rows(&batch, b, &layout.arrow);
+                    async move { Ok((rows?, batch.change_types)) }
+                })
+                .try_collect()
+                .await?;
+            let (upserts, deletes) = fold_changes(&rounds, &key_columns)?;
+            let rows = futures::stream::iter(upserts.into_iter().map(Ok));
+            data_files.extend(
+                write_data_files(&lake, partition.clone(), rows)
+                    .await
+                    .map_err(with_table)?,
+            );
+            delete_files.extend(
+                write_equality_deletes(&lake, partition, deletes)
+                    .await
+                    .map_err(with_table)?,
+            );
+        } else {
+            let rows = stream.map_ok(|batch| {
+                records += batch.batch.num_rows();
+                lake_rows(&batch, b, &layout.arrow)
+            });
+            let rows = rows.and_then(|rows| async move { rows });
+            data_files.extend(
+                write_data_files(&lake, partition, Box::pin(rows))
+                    .await
+                    .map_err(with_table)?,
+            );
+        }
         result.records += records;
         offsets.set(bucket.partition_id(), bucket.bucket, high_watermark);
         result.buckets += 1;
@@ -237,20 +379,30 @@ pub(in crate::lake) async fn tier(
 
     // commit, with the offsets file in the snapshot summary
     let name = path.to_string();
+    let summary: HashMap<String, String> = [
+        (FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone()),
+        (
+            COMMIT_USER_PROPERTY.to_string(),
+            TIERING_COMMIT_USER.to_string(),
+        ),
+    ]
+    .into();
+    if is_pk {
+        let delta = RowDelta {
+            data_files,
+            delete_files,
+            properties: summary,
+        };
+        let (_, snapshot_id) = commit_row_delta(&catalog, &lake, delta).await?;
+        register_and_finish(store, guard, table, snapshot_id, &offsets_path).await?;
+        result.snapshot_id = Some(snapshot_id);
+        return Ok(result);
+    }
     let tx = Transaction::new(&lake);
     let append = tx
         .fast_append()
         .add_data_files(data_files)
-        .set_snapshot_properties(
-            [
-                (FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone()),
-                (
-                    COMMIT_USER_PROPERTY.to_string(),
-                    TIERING_COMMIT_USER.to_string(),
-                ),
-            ]
-            .into(),
-        );
+        .set_snapshot_properties(summary);
     let committed = append
         .apply(tx)
         .map_err(lake_error("cannot commit the Iceberg snapshot", &name))?
@@ -281,4 +433,25 @@ fn check_field_ids(table: &Table, layout: &IcebergTableLayout) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Positions of the primary-key columns in the lake rows (the Fluss columns come
+/// first, in schema order).
+fn key_columns(table: &FlussTable) -> Result<Vec<usize>> {
+    let schema = table.info.get_schema();
+    table
+        .info
+        .get_primary_keys()
+        .iter()
+        .map(|key| {
+            schema
+                .columns()
+                .iter()
+                .position(|c| c.name() == key)
+                .ok_or_else(|| {
+                    Error::data_invalid(format!("primary key '{key}' is not a column"))
+                        .with_context("table", table.path.to_string())
+                })
+        })
+        .collect()
 }
