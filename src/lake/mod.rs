@@ -79,6 +79,25 @@ impl LakeFormat {
             Self::Lance => "lance",
         }
     }
+
+    /// The system columns Fluss appends to this format's lake tables, which `t$lake`
+    /// shows after the table's columns: Iceberg tables always carry `__bucket`,
+    /// `__offset` and `__timestamp` (`timestamptz`, microseconds).
+    pub fn system_columns(&self) -> Vec<datafusion::arrow::datatypes::Field> {
+        use datafusion::arrow::datatypes::{DataType, Field, TimeUnit};
+        match self {
+            LakeFormat::Iceberg => vec![
+                Field::new(LEGACY_SYSTEM_COLUMNS[0], DataType::Int32, true),
+                Field::new(LEGACY_SYSTEM_COLUMNS[1], DataType::Int64, true),
+                Field::new(
+                    LEGACY_SYSTEM_COLUMNS[2],
+                    DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+                    true,
+                ),
+            ],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Where a table's lake lives, as its source resolves it (from the table's

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{DFSchema, Statistics};
@@ -45,7 +45,7 @@ use super::pk_exec::{
 };
 use crate::error::{Error, Result};
 use crate::lake::{
-    LakeFile, LakeLocation, LakePlan, LakeScanRequest, LakeSplit, LakeTable, MergeTask,
+    LakeFile, LakeFormat, LakeLocation, LakePlan, LakeScanRequest, LakeSplit, LakeTable, MergeTask,
 };
 use crate::source::{FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
@@ -80,8 +80,20 @@ struct LakeScan {
 
 impl FlussTableProvider {
     /// A provider of `table` from `source`.
+    /// `t$lake` of an Iceberg table also shows the lake's system columns (`__bucket`,
+    /// `__offset`, `__timestamp`, which the union table hides).
     pub fn new(source: Arc<dyn FlussSource>, table: FlussTable, mode: ReadMode) -> Result<Self> {
-        let schema = table.schemas.latest()?.arrow.clone();
+        let mut schema = table.schemas.latest()?.arrow.clone();
+        let system = match (mode, table.lake_format()) {
+            (ReadMode::LakeOnly, Some(format)) => LakeFormat::of(&format).system_columns(),
+            _ => Vec::new(),
+        };
+        if !system.is_empty() {
+            let mut fields: Vec<Field> =
+                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields.extend(system);
+            schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+        }
         Ok(Self {
             source,
             table,
@@ -183,8 +195,10 @@ impl FlussTableProvider {
             return Ok(None);
         };
         let rows = combinations(&values);
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
-        for field in self.schema.fields() {
+        // the Fluss columns only (a lake-only table may show system columns after them)
+        let fluss = self.table.schemas.latest()?.arrow.clone();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(fluss.fields().len());
+        for field in fluss.fields() {
             let column = match bucket_keys.iter().position(|k| k == field.name()) {
                 Some(i) => {
                     let array = ScalarValue::iter_to_array(rows.iter().map(|r| r[i].clone()))?;
@@ -198,7 +212,7 @@ impl FlussTableProvider {
             columns.push(column);
         }
         let relaxed = Arc::new(Schema::new(
-            self.schema
+            fluss
                 .fields()
                 .iter()
                 .map(|f| f.as_ref().clone().with_nullable(true))
