@@ -575,3 +575,61 @@ async fn a_primary_key_table_tiered_to_iceberg_reads_back_through_pyiceberg_and_
         );
     }
 }
+
+/// A partition expired from Fluss (its registration and log gone, as retention or
+/// `DROP PARTITION` leave it) is still in the lake: the union read takes it from
+/// there, for log and primary-key tables and both lake formats.
+#[tokio::test]
+async fn a_partition_only_in_the_lake_is_read_from_the_lake() {
+    for (format, pk) in [
+        ("iceberg", false),
+        ("iceberg", true),
+        ("paimon", false),
+        ("paimon", true),
+    ] {
+        let s = Store::new().await;
+        let key = if pk {
+            ", PRIMARY KEY (dt, id) NOT ENFORCED"
+        } else {
+            ""
+        };
+        s.sql(&format!(
+            "CREATE TABLE fluss.t (dt STRING, id BIGINT, v STRING{key}) PARTITIONED BY (dt) \
+             WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
+             'table.datalake.format' = '{format}')"
+        ))
+        .await;
+        s.sql("INSERT INTO t VALUES ('d1', 1, 'a'), ('d1', 2, 'b'), ('d2', 3, 'c')")
+            .await;
+        s.sql("CALL fluss.tier('t')").await;
+        s.sql("INSERT INTO t VALUES ('d2', 4, 'd')").await;
+        // expire partition d1 from Fluss
+        let table_dir = s.dir.path().join("zk/metadata/databases/fluss/tables/t");
+        std::fs::remove_file(table_dir.join("partitions/d1.json")).unwrap();
+        let data = s.dir.path().join("data/fluss");
+        for entry in std::fs::read_dir(&data).unwrap() {
+            for p in std::fs::read_dir(entry.unwrap().path()).unwrap() {
+                let p = p.unwrap().path();
+                if p.file_name().unwrap().to_string_lossy().starts_with("d1-") {
+                    std::fs::remove_dir_all(p).unwrap();
+                }
+            }
+        }
+        let case = format!("{format} pk={pk}");
+        assert_eq!(
+            s.rows("SELECT dt, id, v FROM t").await,
+            vec![
+                json!({"dt": "d1", "id": 1, "v": "a"}),
+                json!({"dt": "d1", "id": 2, "v": "b"}),
+                json!({"dt": "d2", "id": 3, "v": "c"}),
+                json!({"dt": "d2", "id": 4, "v": "d"}),
+            ],
+            "{case}"
+        );
+        assert_eq!(
+            s.rows("SELECT id FROM t WHERE dt = 'd1'").await,
+            vec![json!({"id": 1}), json!({"id": 2})],
+            "{case}"
+        );
+    }
+}
