@@ -275,7 +275,6 @@ pub fn lake_catalog_properties(
         .collect()
 }
 
-/// An epoch day as `YYYY-MM-DD`, as Fluss renders date partition values.
 /// The directory, relative to its warehouse, of the lake table a store-managed catalog
 /// keeps for `path`: Paimon's filesystem catalog uses `<db>.db/<table>`, Iceberg's
 /// hadoop catalog `<db>/<table>`. `None` for formats kept elsewhere.
@@ -290,6 +289,7 @@ pub(crate) fn lake_table_dir(
     }
 }
 
+/// An epoch day as `YYYY-MM-DD`, as Fluss renders date partition values.
 pub(crate) fn iso_date(days: i32) -> String {
     // Civil-from-days (Howard Hinnant), avoiding a date dependency.
     let z = days as i64 + 719_468;
