@@ -633,3 +633,74 @@ async fn a_partition_only_in_the_lake_is_read_from_the_lake() {
         );
     }
 }
+
+/// A REST catalog (`tests/python/rest_catalog_server.py`, the REST spec's read
+/// endpoints over pyiceberg's hadoop-layout tables, on 127.0.0.1) with a bearer
+/// token: the table loads through it, and a wrong token is a clear error that does
+/// not show either token; EXPLAIN does not show it.
+#[tokio::test]
+async fn the_rest_catalog_loads_tables_with_a_token_it_never_shows() {
+    let Some(fx) = fixtures() else { return };
+    let fx = fx.path();
+    let Some(python) = common::venv_python() else {
+        return;
+    };
+    let token = "t0ken-s3cr3t-4242";
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/rest_catalog_server.py");
+    let mut server = std::process::Command::new(python)
+        .arg(script)
+        .arg(fx.join("hadoop"))
+        .arg(token)
+        .args(["--ttl", "300"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let port = {
+        use std::io::BufRead;
+        let mut line = String::new();
+        std::io::BufReader::new(server.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        line.trim()
+            .parse::<u16>()
+            .expect("the server prints its port")
+    };
+    let s = Store::new().await;
+    let table = |name: &str, token: &str| {
+        format!(
+            "CREATE TABLE fluss.{name} (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED) \
+             WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
+             'table.datalake.format' = 'iceberg', 'table.datalake.iceberg.type' = 'rest', \
+             'table.datalake.iceberg.uri' = 'http://127.0.0.1:{port}', \
+             'table.datalake.iceberg.token' = '{token}')"
+        )
+    };
+    s.sql(&table("pk_t", token)).await;
+    s.register_snapshot("pk_t", latest_snapshot(fx, "pk_t"))
+        .await;
+    assert_eq!(
+        s.rows("SELECT id, name, score FROM \"pk_t$lake\"").await,
+        expected_rows(fx, "pk_t", &["id", "name", "score"])
+    );
+    let explain = common::render_rows(&s.sql("EXPLAIN SELECT * FROM pk_t").await);
+    assert!(!format!("{explain:?}").contains(token), "{explain:?}");
+
+    // a wrong token: the catalog refuses, the error names the uri, no token shown
+    let s2 = Store::new().await;
+    let wrong = "wr0ng-t0ken-1313";
+    s2.sql(&table("pk_t", wrong)).await;
+    s2.register_snapshot("pk_t", latest_snapshot(fx, "pk_t"))
+        .await;
+    let error = match s2.session.execute("SELECT * FROM pk_t").await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a wrong token must fail"),
+    };
+    assert!(
+        error.contains("rest catalog") && error.contains(&port.to_string()),
+        "{error}"
+    );
+    assert!(!error.contains(wrong) && !error.contains(token), "{error}");
+    drop(server.stdin.take());
+    let _ = server.wait();
+}

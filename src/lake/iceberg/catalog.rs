@@ -60,9 +60,7 @@ pub async fn load_table(
     match IcebergCatalogType::of(location)? {
         IcebergCatalogType::Hadoop => load_hadoop(&location.warehouse, database, table).await,
         IcebergCatalogType::Sql => load_sql(location, database, table).await,
-        other => Err(Error::unsupported(format!(
-            "Iceberg catalog type {other:?} is not supported yet (hadoop is)"
-        ))),
+        IcebergCatalogType::Rest => load_rest(location, database, table).await,
     }
 }
 
@@ -125,6 +123,64 @@ async fn load_sql(location: &LakeLocation, database: &str, table: &str) -> Resul
         .with_context("uri", redact(uri))
         .with_source(e)
     })
+}
+
+/// Options of the location that configure the catalog itself, not the REST client.
+const NOT_REST_PROPERTIES: [&str; 4] =
+    [CATALOG_TYPE_OPTION, CATALOG_NAME_OPTION, "uri", "warehouse"];
+
+/// Loads a table from a REST catalog (`uri`; `token`, or `credential` =
+/// `<client id>:<secret>` for the OAuth2 client-credentials exchange, `scope`,
+/// `oauth2-server-uri`, `header.*`, as Iceberg's `RESTCatalog` takes them); the
+/// warehouse is passed along. Credentials travel in request headers only: errors
+/// name the uri, and the client redacts headers in its own errors.
+async fn load_rest(location: &LakeLocation, database: &str, table: &str) -> Result<Option<Table>> {
+    use iceberg::{Catalog, CatalogBuilder};
+    use iceberg_catalog_rest::{
+        REST_CATALOG_PROP_URI, REST_CATALOG_PROP_WAREHOUSE, RestCatalogBuilder,
+    };
+    let uri = location.options.get("uri").ok_or_else(|| {
+        Error::invalid_input("an Iceberg rest catalog needs 'table.datalake.iceberg.uri'")
+    })?;
+    let name = location
+        .options
+        .get(CATALOG_NAME_OPTION)
+        .map_or(DEFAULT_CATALOG_NAME, String::as_str);
+    let mut props: std::collections::HashMap<String, String> = location
+        .options
+        .iter()
+        .filter(|(k, _)| !NOT_REST_PROPERTIES.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    props.insert(REST_CATALOG_PROP_URI.to_string(), uri.clone());
+    if !location.warehouse.is_empty() {
+        props.insert(
+            REST_CATALOG_PROP_WAREHOUSE.to_string(),
+            location.warehouse.clone(),
+        );
+    }
+    let catalog_error = |message: &'static str| {
+        let uri = redact(uri);
+        move |e: iceberg::Error| {
+            Error::new(ErrorKind::Lake, message)
+                .with_context("uri", &uri)
+                .with_source(e)
+        }
+    };
+    let catalog = RestCatalogBuilder::default()
+        .with_storage_factory(std::sync::Arc::new(iceberg::io::LocalFsStorageFactory))
+        .load(name, props)
+        .await
+        .map_err(catalog_error("cannot open the Iceberg rest catalog"))?;
+    let ident = TableIdent::from_strs([database, table])
+        .map_err(|e| Error::invalid_input("bad Iceberg table name").with_source(e))?;
+    match catalog.load_table(&ident).await {
+        Ok(table) => Ok(Some(table)),
+        Err(e) if e.kind() == iceberg::ErrorKind::TableNotFound => Ok(None),
+        Err(e) => Err(catalog_error(
+            "cannot load the Iceberg table from the rest catalog",
+        )(e)),
+    }
 }
 
 /// The local directory of a warehouse path or `file://` URL.
