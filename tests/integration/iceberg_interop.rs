@@ -287,21 +287,29 @@ async fn a_pyiceberg_partitioned_log_table_union_reads_with_its_tail() {
     );
 }
 
-/// pyiceberg's reading of a hadoop-layout table directory.
-fn pyiceberg_read(table_dir: &Path) -> Option<Value> {
+/// The JSON a script of `tests/python` prints for a hadoop-layout table directory,
+/// or `None` (test skipped) without the Python venv.
+fn python_json(script: &str, table_dir: &Path) -> Option<Value> {
     let python = common::venv_python()?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/read_iceberg.py");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
     let out = std::process::Command::new(python)
-        .arg(script)
+        .arg(path)
         .arg(table_dir)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "read_iceberg.py failed: {}",
+        "{script} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// pyiceberg's reading of a hadoop-layout table directory.
+fn pyiceberg_read(table_dir: &Path) -> Option<Value> {
+    python_json("read_iceberg.py", table_dir)
 }
 
 #[tokio::test]
@@ -475,20 +483,7 @@ async fn the_sql_catalog_finds_pyiceberg_tables() {
 
 /// pyiceberg's manifests of a table with equality deletes, applied by the script.
 fn pyiceberg_row_deltas(table_dir: &Path) -> Option<Value> {
-    let python = common::venv_python()?;
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/read_iceberg_row_deltas.py");
-    let out = std::process::Command::new(python)
-        .arg(script)
-        .arg(table_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "read_iceberg_row_deltas.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).unwrap())
+    python_json("read_iceberg_row_deltas.py", table_dir)
 }
 
 /// A primary-key table tiered to Iceberg by the LocalStore over several rounds of

@@ -15,18 +15,23 @@ import os
 import sys
 
 
+def load_table(table_dir):
+    """The current version of a hadoop-layout table (`metadata/version-hint.text`)."""
+    from pyiceberg.table import StaticTable
+
+    metadata_dir = os.path.join(os.path.abspath(table_dir), "metadata")
+    with open(os.path.join(metadata_dir, "version-hint.text")) as f:
+        version = int(f.read().strip())
+    return StaticTable.from_metadata(
+        os.path.join(metadata_dir, f"v{version}.metadata.json")
+    )
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    metadata_dir = os.path.join(os.path.abspath(argv[1]), "metadata")
-    with open(os.path.join(metadata_dir, "version-hint.text")) as f:
-        version = int(f.read().strip())
-    from pyiceberg.table import StaticTable
-
-    table = StaticTable.from_metadata(
-        os.path.join(metadata_dir, f"v{version}.metadata.json")
-    )
+    table = load_table(argv[1])
     rows = table.scan().to_arrow().to_pylist()
     for row in rows:
         for key, value in row.items():

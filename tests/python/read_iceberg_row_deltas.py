@@ -17,7 +17,6 @@ Prints {"rows": [...], "files": [{"content", "sequence_number", "records",
 """
 
 import json
-import os
 import sys
 
 
@@ -27,14 +26,10 @@ def main(argv):
         return 2
     import pyarrow.parquet as pq
     from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
-    from pyiceberg.table import StaticTable
 
-    metadata_dir = os.path.join(os.path.abspath(argv[1]), "metadata")
-    with open(os.path.join(metadata_dir, "version-hint.text")) as f:
-        version = int(f.read().strip())
-    table = StaticTable.from_metadata(
-        os.path.join(metadata_dir, f"v{version}.metadata.json")
-    )
+    from read_iceberg import load_table
+
+    table = load_table(argv[1])
     io = table.io
     snapshot = table.current_snapshot()
     schema = table.schema()
