@@ -24,7 +24,7 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float16Type, Float32Type, Float64Type};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use fluss_datafusion::Error;
-use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::source::{LocalStore, LocalStoreOptions};
 use fluss_datafusion::sql::{FlussSession, SessionOptions};
 use sqllogictest::{DBOutput, DefaultColumnType, Normalizer};
 
@@ -216,43 +216,60 @@ fn slt_files() -> Vec<PathBuf> {
     files
 }
 
+/// The lake formats every file runs on (the first is the one `FLUSS_SLT_COMPLETE`
+/// rewrites expectations with).
+const LAKE_FORMATS: [&str; 2] = ["paimon", "iceberg"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_logic_tests() {
     let files = slt_files();
     assert!(!files.is_empty(), "no sql/*.slt files");
     let complete = std::env::var("FLUSS_SLT_COMPLETE").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
-    for file in &files {
-        // every file on a store of its own: the tables it builds are all it sees
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_str().unwrap().to_string();
-        let store = Arc::new(LocalStore::open(&root).await.unwrap());
-        let mut runner = sqllogictest::Runner::new(move || {
-            let (store, root) = (store.clone(), root.clone());
-            async move { FlussDb::new(store, root).await }
-        });
-        runner.with_validator(validator);
-        runner.with_column_validator(sqllogictest::strict_column_validator);
-        let name = file.file_name().unwrap().to_string_lossy().to_string();
-        if complete {
-            runner
-                .update_test_file(
-                    file,
-                    " ",
-                    validator,
-                    sqllogictest::default_normalizer,
-                    sqllogictest::strict_column_validator,
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            eprintln!("rewrote {name}");
-            continue;
-        }
-        match runner.run_file_async(file).await {
-            Ok(()) => eprintln!("ok     {name}"),
-            Err(e) => {
-                eprintln!("FAILED {name}\n{}", e.display(false));
-                failures.push(format!("{name}: {}", e.display(false)));
+    // Every lake case runs on both formats: the store's default lake format is the
+    // parameter, and the format's name is a label (`skipif iceberg`, `onlyif paimon`)
+    // for the few records whose output names the format.
+    for format in LAKE_FORMATS {
+        for file in &files {
+            // every file on a store of its own: the tables it builds are all it sees
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().to_str().unwrap().to_string();
+            let options = LocalStoreOptions {
+                datalake_format: format.to_string(),
+                ..Default::default()
+            };
+            let store = Arc::new(LocalStore::open_with_options(&root, options).await.unwrap());
+            let mut runner = sqllogictest::Runner::new(move || {
+                let (store, root) = (store.clone(), root.clone());
+                async move { FlussDb::new(store, root).await }
+            });
+            runner.add_label(format);
+            runner.with_validator(validator);
+            runner.with_column_validator(sqllogictest::strict_column_validator);
+            let name = format!("{} [{format}]", file.file_name().unwrap().to_string_lossy());
+            if complete {
+                if format != LAKE_FORMATS[0] {
+                    continue;
+                }
+                runner
+                    .update_test_file(
+                        file,
+                        " ",
+                        validator,
+                        sqllogictest::default_normalizer,
+                        sqllogictest::strict_column_validator,
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                eprintln!("rewrote {name}");
+                continue;
+            }
+            match runner.run_file_async(file).await {
+                Ok(()) => eprintln!("ok     {name}"),
+                Err(e) => {
+                    eprintln!("FAILED {name}\n{}", e.display(false));
+                    failures.push(format!("{name}: {}", e.display(false)));
+                }
             }
         }
     }
@@ -260,7 +277,7 @@ async fn sql_logic_tests() {
         failures.is_empty(),
         "{} of {} sqllogictest files failed:\n\n{}",
         failures.len(),
-        files.len(),
+        files.len() * LAKE_FORMATS.len(),
         failures.join("\n\n")
     );
 }

@@ -162,7 +162,7 @@ impl LocalStore {
         if lake_enabled {
             let format = properties
                 .entry("table.datalake.format".to_string())
-                .or_insert_with(|| "paimon".to_string())
+                .or_insert_with(|| self.options.datalake_format.clone())
                 .to_ascii_lowercase();
             match format.as_str() {
                 "paimon" => {

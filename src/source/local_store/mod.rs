@@ -61,6 +61,9 @@ pub struct LocalStoreOptions {
     pub writer_batch_bytes: usize,
     /// How long a write waits for another writer to release the store.
     pub lock_timeout: Duration,
+    /// The lake format of a table that enables its lake without naming one
+    /// (`table.datalake.format` unset): Fluss's cluster option `datalake.format`.
+    pub datalake_format: String,
 }
 
 impl Default for LocalStoreOptions {
@@ -70,6 +73,7 @@ impl Default for LocalStoreOptions {
             verify_crc: true,
             writer_batch_bytes: 2 * 1024 * 1024,
             lock_timeout: Duration::from_secs(30),
+            datalake_format: "paimon".to_string(),
         }
     }
 }
