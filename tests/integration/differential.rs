@@ -12,7 +12,7 @@
 //! against the model as of the last tiering.
 //!
 //! Environment: `FLUSS_DIFF_SEED` (default fixed) and `FLUSS_DIFF_STEPS` (steps of the
-//! main run; the compressed and statistics runs take a third each).
+//! main run; the compressed, statistics and Iceberg runs take a third each).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -625,6 +625,21 @@ async fn differential_log_statistics() {
         steps: env_steps().div_ceil(3),
         common: vec![],
         log_only: vec![("table.statistics.columns", "*")],
+    })
+    .await;
+}
+
+/// Both tables on an Iceberg lake: log tables append, primary-key rounds commit
+/// equality deletes (row deltas); the same model and checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn differential_iceberg() {
+    run_differential(Run {
+        name: "iceberg",
+        seed: env_seed(),
+        seed_offset: 3,
+        steps: env_steps().div_ceil(3),
+        common: vec![("table.datalake.format", "iceberg")],
+        log_only: vec![],
     })
     .await;
 }
