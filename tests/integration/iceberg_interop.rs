@@ -699,3 +699,62 @@ async fn the_rest_catalog_loads_tables_with_a_token_it_never_shows() {
     drop(server.stdin.take());
     let _ = server.wait();
 }
+
+/// Damaged Iceberg lakes are errors naming the file, never fewer rows: metadata that
+/// does not parse, a version hint past the last metadata file, a missing manifest,
+/// a missing data file.
+#[tokio::test]
+async fn a_damaged_iceberg_lake_is_an_error_naming_the_file() {
+    type Damage = fn(&Path) -> String;
+    let cases: [(&str, Damage); 4] = [
+        ("metadata that does not parse", |m| {
+            let f = m.join("v3.metadata.json");
+            std::fs::write(&f, "{not json").unwrap();
+            f.display().to_string()
+        }),
+        ("a version hint past the last metadata file", |m| {
+            std::fs::write(m.join("version-hint.text"), "9").unwrap();
+            m.join("v9.metadata.json").display().to_string()
+        }),
+        ("a missing manifest", |m| {
+            let manifest = std::fs::read_dir(m)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.to_string_lossy().ends_with("-m0.avro"))
+                .unwrap();
+            std::fs::remove_file(&manifest).unwrap();
+            manifest.display().to_string()
+        }),
+        ("a missing data file", |m| {
+            let data = m.parent().unwrap().join("data/id_bucket=0");
+            let file = std::fs::read_dir(&data)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .next()
+                .unwrap();
+            std::fs::remove_file(&file).unwrap();
+            file.file_name().unwrap().to_string_lossy().to_string()
+        }),
+    ];
+    for (case, damage) in cases {
+        let s = Store::new().await;
+        s.sql(
+            "CREATE TABLE fluss.t (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+             WITH ('bucket.num' = '1', 'table.datalake.enabled' = 'true', \
+             'table.datalake.format' = 'iceberg')",
+        )
+        .await;
+        s.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')").await;
+        s.sql("CALL fluss.tier('t')").await;
+        s.sql("INSERT INTO t VALUES (2, 'c')").await;
+        s.sql("CALL fluss.tier('t')").await;
+        let named = damage(&s.dir.path().join("lake/iceberg/fluss/t/metadata"));
+        for sql in ["SELECT * FROM t", "SELECT * FROM \"t$lake\""] {
+            let error = match s.session.execute(sql).await {
+                Err(e) => e.to_string(),
+                Ok(b) => panic!("{case}: {sql} gave {} rows", common::render_rows(&b).len()),
+            };
+            assert!(error.contains(&named), "{case}: {error}");
+        }
+    }
+}
