@@ -80,7 +80,11 @@ impl Error {
 
     /// Adds one `key: value` of context (table, file, bucket, offset, ...).
     pub fn with_context(mut self, key: &'static str, value: impl fmt::Display) -> Self {
-        self.context.push((key, value.to_string()));
+        // Layers that each name what they know may name the same thing twice.
+        let value = value.to_string();
+        if !self.context.iter().any(|(k, v)| *k == key && *v == value) {
+            self.context.push((key, value));
+        }
         self
     }
 
@@ -301,5 +305,14 @@ mod tests {
             "data invalid: crc mismatch (file: /x/00000000000000000000.log, base_offset: 42)"
         );
         assert_eq!(e.context_value("base_offset"), Some("42"));
+    }
+
+    #[test]
+    fn the_same_context_twice_is_shown_once() {
+        let e = Error::data_invalid("bad")
+            .with_context("table", "db.t")
+            .with_context("table", "db.t")
+            .with_context("table", "db.u");
+        assert_eq!(e.to_string(), "data invalid: bad (table: db.t, table: db.u)");
     }
 }
