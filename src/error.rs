@@ -313,6 +313,9 @@ mod tests {
             .with_context("table", "db.t")
             .with_context("table", "db.t")
             .with_context("table", "db.u");
-        assert_eq!(e.to_string(), "data invalid: bad (table: db.t, table: db.u)");
+        assert_eq!(
+            e.to_string(),
+            "data invalid: bad (table: db.t, table: db.u)"
+        );
     }
 }
