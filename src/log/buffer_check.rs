@@ -142,8 +142,8 @@ impl Walk {
         Ok(size)
     }
 
-    /// Takes the next buffer, which must hold at least `needed` bytes.
-    fn sized(&mut self, field: &Field, what: &str, needed: usize) -> Result<()> {
+    /// Takes the next buffer, which must hold at least `needed` bytes; returns its size.
+    fn sized(&mut self, field: &Field, what: &str, needed: usize) -> Result<usize> {
         let size = self.buffer(field)?;
         if size < needed {
             return Err(Error::data_invalid(format!(
@@ -151,7 +151,7 @@ impl Walk {
                 field.name()
             )));
         }
-        Ok(())
+        Ok(size)
     }
 
     fn validity(&mut self, field: &Field, len: usize, nulls: usize) -> Result<()> {
@@ -162,7 +162,7 @@ impl Walk {
             )));
         }
         let needed = if nulls > 0 { len.div_ceil(8) } else { 0 };
-        self.sized(field, "validity", needed)
+        self.sized(field, "validity", needed).map(drop)
     }
 
     fn offsets(&mut self, field: &Field, len: usize, width: usize) -> Result<()> {
@@ -179,8 +179,7 @@ impl Walk {
         needed: usize,
         width: usize,
     ) -> Result<()> {
-        let size = self.buffers.get(self.next_buffer).copied().unwrap_or(0);
-        self.sized(field, what, needed)?;
+        let size = self.sized(field, what, needed)?;
         if size % width != 0 {
             return Err(Error::data_invalid(format!(
                 "Arrow {what} buffer of column '{}' has {size} bytes, not a multiple of {width}",

@@ -429,7 +429,8 @@ impl Storage {
 /// which moves them to a blocking thread.
 const DIRECT_READ_LIMIT: u64 = 1 << 20;
 
-fn is_absolute(path: &str) -> bool {
+/// Whether a location is an absolute path or a URL (else it is relative to a root).
+pub(crate) fn is_absolute(path: &str) -> bool {
     path.starts_with('/') || path.contains("://")
 }
 

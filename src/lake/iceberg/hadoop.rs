@@ -296,17 +296,12 @@ impl Catalog for HadoopCatalog {
             .metadata_location()
             .ok_or_else(|| iceberg_err("the current table has no metadata location"))?
             .to_string();
-        let version = version_of(&location)
-            .ok_or_else(|| iceberg_err(format!("not a hadoop metadata file: {location}")))?;
         let mut builder = current.metadata().clone().into_builder(Some(location));
         for update in commit.take_updates() {
             builder = update.apply(builder)?;
         }
         let metadata = builder.build()?.metadata;
-        let metadata_dir = self.table_dir(&ident).join("metadata");
-        write_version(&metadata_dir, version + 1, &metadata)
-            .map_err(|e| iceberg_err(e.to_string()))?;
-        load_version(&metadata_dir, &ident, version + 1)
+        self.commit_metadata(&current, metadata)
             .await
             .map_err(|e| iceberg_err(e.to_string()))
     }

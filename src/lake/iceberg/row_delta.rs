@@ -24,6 +24,7 @@ use iceberg::table::Table;
 use super::hadoop::HadoopCatalog;
 use crate::error::Result;
 use crate::lake::lake_error;
+use crate::source::local_store::now_millis;
 
 /// The files one commit adds.
 pub struct RowDelta {
@@ -156,11 +157,4 @@ pub async fn commit_row_delta(
         .metadata;
     let committed = catalog.commit_metadata(table, next).await?;
     Ok((committed, snapshot_id))
-}
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }

@@ -21,6 +21,7 @@ use iceberg::spec::{
 };
 
 use crate::error::{Error, Result};
+use crate::lake::LakeFormat;
 use crate::log::ChangelogBatch;
 use crate::source::FlussTable;
 
@@ -109,16 +110,16 @@ pub fn table_layout(table: &FlussTable) -> Result<IcebergTableLayout> {
         ids_by_name.insert(column.name().to_string(), id);
     }
     let next = fields.len() as i32 + 1;
-    let system = [
-        ("__bucket", PrimitiveType::Int, ArrowType::Int32),
-        ("__offset", PrimitiveType::Long, ArrowType::Int64),
-        (
-            "__timestamp",
-            PrimitiveType::Timestamptz,
-            ArrowType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
-        ),
+    // `LakeFormat::system_columns` names them and their arrow types (what `t$lake`
+    // shows); their Iceberg types, in the same order:
+    let system_types = [
+        PrimitiveType::Int,
+        PrimitiveType::Long,
+        PrimitiveType::Timestamptz,
     ];
-    for (i, (name, ty, arrow)) in system.into_iter().enumerate() {
+    let system = LakeFormat::Iceberg.system_columns();
+    for (i, (column, ty)) in system.iter().zip(system_types).enumerate() {
+        let (name, arrow) = (column.name().as_str(), column.data_type().clone());
         let id = next + i as i32;
         fields.push(Arc::new(NestedField::required(
             id,

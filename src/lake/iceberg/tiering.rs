@@ -317,7 +317,8 @@ pub(in crate::lake) async fn tier(
     check_field_ids(&lake, &layout)?;
 
     let is_pk = table.info.has_primary_key();
-    let key_columns = key_columns(table)?;
+    // the Fluss columns come first in the lake rows, in schema order
+    let key_columns = table.info.get_schema().primary_key_indexes();
     let mut data_files = Vec::new();
     let mut delete_files = Vec::new();
     for PendingBucket {
@@ -338,7 +339,7 @@ pub(in crate::lake) async fn tier(
                 .and_then(|batch| {
                     records += batch.batch.num_rows();
                     let rows = lake_rows(&batch, b, &layout.arrow);
-                    async move { Ok((rows?, batch.change_types)) }
+                    std::future::ready(rows.map(|rows| (rows, batch.change_types)))
                 })
                 .try_collect()
                 .await?;
@@ -355,13 +356,12 @@ pub(in crate::lake) async fn tier(
                     .map_err(with_table)?,
             );
         } else {
-            let rows = stream.map_ok(|batch| {
+            let rows = stream.and_then(|batch| {
                 records += batch.batch.num_rows();
-                lake_rows(&batch, b, &layout.arrow)
+                std::future::ready(lake_rows(&batch, b, &layout.arrow))
             });
-            let rows = rows.and_then(|rows| async move { rows });
             data_files.extend(
-                write_data_files(&lake, partition, Box::pin(rows))
+                write_data_files(&lake, partition, rows)
                     .await
                     .map_err(with_table)?,
             );
@@ -387,31 +387,29 @@ pub(in crate::lake) async fn tier(
         ),
     ]
     .into();
-    if is_pk {
+    let snapshot_id = if is_pk {
         let delta = RowDelta {
             data_files,
             delete_files,
             properties: summary,
         };
-        let (_, snapshot_id) = commit_row_delta(&catalog, &lake, delta).await?;
-        register_and_finish(store, guard, table, snapshot_id, &offsets_path).await?;
-        result.snapshot_id = Some(snapshot_id);
-        return Ok(result);
-    }
-    let tx = Transaction::new(&lake);
-    let append = tx
-        .fast_append()
-        .add_data_files(data_files)
-        .set_snapshot_properties(summary);
-    let committed = append
-        .apply(tx)
-        .map_err(lake_error("cannot commit the Iceberg snapshot", &name))?
-        .commit(&catalog)
-        .await
-        .map_err(lake_error("cannot commit the Iceberg snapshot", &name))?;
-    let snapshot_id = find_tiering_snapshot(&committed, &offsets_path).ok_or_else(|| {
-        Error::internal("committed Iceberg snapshot not found").with_context("table", &name)
-    })?;
+        commit_row_delta(&catalog, &lake, delta).await?.1
+    } else {
+        let tx = Transaction::new(&lake);
+        let append = tx
+            .fast_append()
+            .add_data_files(data_files)
+            .set_snapshot_properties(summary);
+        let committed = append
+            .apply(tx)
+            .map_err(lake_error("cannot commit the Iceberg snapshot", &name))?
+            .commit(&catalog)
+            .await
+            .map_err(lake_error("cannot commit the Iceberg snapshot", &name))?;
+        find_tiering_snapshot(&committed, &offsets_path).ok_or_else(|| {
+            Error::internal("committed Iceberg snapshot not found").with_context("table", &name)
+        })?
+    };
 
     register_and_finish(store, guard, table, snapshot_id, &offsets_path).await?;
     result.snapshot_id = Some(snapshot_id);
@@ -433,25 +431,4 @@ fn check_field_ids(table: &Table, layout: &IcebergTableLayout) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Positions of the primary-key columns in the lake rows (the Fluss columns come
-/// first, in schema order).
-fn key_columns(table: &FlussTable) -> Result<Vec<usize>> {
-    let schema = table.info.get_schema();
-    table
-        .info
-        .get_primary_keys()
-        .iter()
-        .map(|key| {
-            schema
-                .columns()
-                .iter()
-                .position(|c| c.name() == key)
-                .ok_or_else(|| {
-                    Error::data_invalid(format!("primary key '{key}' is not a column"))
-                        .with_context("table", table.path.to_string())
-                })
-        })
-        .collect()
 }

@@ -33,7 +33,7 @@ use crate::lake::tiering::{
 };
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
 use crate::log::LogReadOptions;
-use crate::source::local_store::WriteGuard;
+use crate::source::local_store::{WriteGuard, now_millis};
 use crate::source::{FlussSource, FlussTable, LocalStore};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -250,7 +250,9 @@ pub(in crate::lake) async fn tier(
 
     // 2. offsets file + pending marker
     let offsets_path = new_offsets_path(table);
-    let commit_identifier = crate_now_millis();
+    // Commit identifiers must grow across runs; wall-clock millis do, and stay unique
+    // per table for runs at least a millisecond apart.
+    let commit_identifier = now_millis();
     let pending = PendingTiering {
         commit_identifier,
         offsets: offsets_path.clone(),
@@ -276,13 +278,4 @@ pub(in crate::lake) async fn tier(
     register_and_finish(store, guard, table, snapshot.id(), &offsets_path).await?;
     result.snapshot_id = Some(snapshot.id());
     Ok(result)
-}
-
-/// Commit identifiers must grow across runs; wall-clock millis do, and stay unique
-/// per table for runs at least a millisecond apart.
-fn crate_now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }

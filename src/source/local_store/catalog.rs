@@ -340,7 +340,7 @@ fn owned_lake_table_dir(table: &FlussTable) -> Option<String> {
     let format = LakeFormat::of(&table.lake_format()?);
     let properties = table.info.get_properties();
     let warehouse = properties.get(&format!("table.datalake.{}.warehouse", format.name()))?;
-    let relative = !warehouse.starts_with('/') && !warehouse.contains("://");
+    let relative = !crate::storage::is_absolute(warehouse);
     let directory_catalog = match format {
         LakeFormat::Paimon => properties
             .get("table.datalake.paimon.metastore")

@@ -97,7 +97,8 @@ pub struct LocalStore {
     writer: Mutex<WriterState>,
 }
 
-fn now_millis() -> i64 {
+/// Wall-clock epoch milliseconds (registration times, commit identifiers).
+pub(crate) fn now_millis() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
