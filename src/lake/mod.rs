@@ -201,7 +201,10 @@ pub async fn open(
 type PlannedLake = (Arc<dyn LakeTable>, LakePlan);
 
 /// Plans of immutable snapshots and the lake tables that made them, keyed by
-/// location, table, snapshot and filter: a snapshot never changes once committed.
+/// location, table (name *and* Fluss table id), snapshot, filter and the Fluss schema
+/// the lake was checked against: a snapshot never changes once committed, but a table
+/// dropped and created again under its name starts a new lake table whose snapshot
+/// ids repeat the old ones, so the name alone would serve the dropped table's plan.
 static PLANS: LazyLock<Mutex<HashMap<String, PlannedLake>>> = LazyLock::new(Default::default);
 
 /// Most plans kept; the cache is emptied when it would grow past this.
@@ -218,9 +221,11 @@ pub async fn plan_snapshot(
 ) -> Result<(Arc<dyn LakeTable>, LakePlan)> {
     let name = table.path.to_string();
     let key = format!(
-        "{:?}|{}|{name}|{}|{:?}|{}",
+        "{:?}|{}|{name}|{}|{:?}|{}|{:?}|{}",
         location.format,
         location.warehouse,
+        table.table_id(),
+        fluss.fields(),
         request.snapshot_id,
         request.filter,
         request.primary_key
