@@ -16,6 +16,7 @@
 //! tiering the LocalStore's log into the lake is in [`tiering`].
 
 pub(crate) mod arrow_bridge;
+mod columns;
 pub mod iceberg;
 pub mod paimon;
 mod plan;
@@ -157,7 +158,7 @@ pub trait LakeTable: fmt::Debug + Send + Sync {
     fn format_name(&self) -> &'static str;
 
     /// Checks that the lake table can serve the Fluss schema: every Fluss column
-    /// exists in it.
+    /// exists in it, with values of the same kind ([`columns`]).
     fn check_schema(&self, fluss: &SchemaRef) -> Result<()>;
 
     /// Plans the files of a snapshot: metadata only, pruned by the request's filter.

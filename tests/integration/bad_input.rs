@@ -33,6 +33,19 @@ async fn setup(
     SessionContext,
     TablePath,
 ) {
+    setup_on(pk, "paimon").await
+}
+
+/// A table `db.t` (id, name, score) with one bucket on a `format` lake.
+async fn setup_on(
+    pk: bool,
+    format: &str,
+) -> (
+    tempfile::TempDir,
+    Arc<LocalStore>,
+    SessionContext,
+    TablePath,
+) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
         LocalStore::open(dir.path().to_str().unwrap())
@@ -51,6 +64,7 @@ async fn setup(
         .schema(s.build().unwrap())
         .distributed_by(Some(1), vec![])
         .property("table.datalake.enabled", "true")
+        .property("table.datalake.format", format)
         .build()
         .unwrap();
     let path = TablePath::new("db", "t");
@@ -165,6 +179,57 @@ async fn lake_schema_mismatch_is_reported() {
     );
     assert!(e.contains("'name'"), "{e}");
     assert!(e.contains("table: db.t"), "{e}");
+}
+
+/// A lake column whose values are of another kind than the Fluss column's (another
+/// writer changed the lake table) is an error naming the column and both types, for
+/// the union table and `t$lake`: a lake `int` read for a Fluss `STRING` would be cast
+/// to strings, silently wrong.
+#[tokio::test]
+async fn a_lake_column_of_another_type_is_reported() {
+    for format in ["paimon", "iceberg"] {
+        let (dir, store, ctx, path) = setup_on(false, format).await;
+        store.append(&path, &rows(&[1, 2])).await.unwrap();
+        tier(&store, &path).await.unwrap();
+        let lake_type = if format == "paimon" {
+            let schema_dir = dir.path().join("lake/paimon/db.db/t/schema");
+            let schema0 = std::fs::read_to_string(schema_dir.join("schema-0")).unwrap();
+            let schema1 = schema0
+                .replace(
+                    "\"name\":\"name\",\"type\":\"STRING\"",
+                    "\"name\":\"name\",\"type\":\"INT\"",
+                )
+                .replace("\"id\":0,", "\"id\":1,");
+            assert_ne!(schema0, schema1);
+            std::fs::write(schema_dir.join("schema-1"), schema1).unwrap();
+            "INT"
+        } else {
+            let metadata = dir
+                .path()
+                .join("lake/iceberg/db/t/metadata/v2.metadata.json");
+            let json = std::fs::read_to_string(&metadata).unwrap();
+            let damaged = json.replace(
+                "\"name\":\"name\",\"required\":false,\"type\":\"string\"",
+                "\"name\":\"name\",\"required\":false,\"type\":\"int\"",
+            );
+            assert_ne!(json, damaged);
+            std::fs::write(&metadata, damaged).unwrap();
+            "int"
+        };
+        for sql in [
+            "SELECT * FROM fluss.db.t",
+            "SELECT * FROM fluss.db.\"t$lake\"",
+        ] {
+            let e = error_of(&ctx, sql).await;
+            assert!(
+                e.contains(&format!(
+                    "column 'name' is {lake_type} in the lake table but Utf8 in Fluss"
+                )),
+                "{format}: {sql}: {e}"
+            );
+            assert!(e.contains("table: db.t"), "{format}: {e}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -758,3 +758,42 @@ async fn a_damaged_iceberg_lake_is_an_error_naming_the_file() {
         }
     }
 }
+
+/// pyiceberg tables whose equality-delete file is damaged (`gen_iceberg_fixtures.py`):
+/// its manifest entry names a field id the table lacks, or its column carries another
+/// field id than the one named. iceberg 0.10.1's reader would apply a delete that
+/// matches nothing (the missing column read as nulls), bringing the deleted row
+/// back; the read is an error naming the delete file, for the union table and
+/// `t$lake`.
+#[tokio::test]
+async fn an_equality_delete_file_with_unknown_field_ids_is_an_error_naming_it() {
+    let Some(fx) = fixtures() else { return };
+    let fx = fx.path();
+    for (table, says) in [
+        ("pk_unknown_eq_ids", "names field id 99"),
+        ("pk_eq_file_without_key", "has no column with field id [1]"),
+    ] {
+        let s = Store::new().await;
+        s.sql(&format!(
+            "CREATE TABLE fluss.{table} (id BIGINT, name STRING, score INT, \
+             PRIMARY KEY (id) NOT ENFORCED) \
+             WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
+             'table.datalake.format' = 'iceberg', 'table.datalake.iceberg.warehouse' = '{}')",
+            warehouse(fx)
+        ))
+        .await;
+        s.register_snapshot(table, latest_snapshot(fx, table)).await;
+        for sql in [
+            format!("SELECT * FROM {table}"),
+            format!("SELECT * FROM \"{table}$lake\""),
+        ] {
+            let error = match s.session.execute(&sql).await {
+                Err(e) => e.to_string(),
+                Ok(b) => panic!("{sql} gave {} rows", common::render_rows(&b).len()),
+            };
+            assert!(error.contains(says), "{sql}: {error}");
+            assert!(error.contains("eq-deletes.parquet"), "{sql}: {error}");
+            assert!(error.contains(&format!("fluss.{table}")), "{sql}: {error}");
+        }
+    }
+}

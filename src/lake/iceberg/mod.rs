@@ -11,6 +11,7 @@
 //! its arrow reader (arrow 58, bridged), the rest by DataFusion's parquet source.
 
 mod catalog;
+mod deletes;
 mod hadoop;
 mod predicate;
 mod row_delta;
@@ -29,6 +30,7 @@ use iceberg::table::Table;
 
 pub use self::catalog::{CATALOG_TYPE_OPTION, IcebergCatalogType};
 use crate::error::{Error, Result};
+use crate::lake::columns::{ValueKind, check_lake_columns};
 use crate::lake::lake_error;
 use crate::lake::{LakeLocation, LakePlan, LakeScanRequest, LakeSnapshot, LakeTable, MergeTask};
 use crate::source::FlussTable;
@@ -75,6 +77,29 @@ impl IcebergLakeTable {
     }
 }
 
+/// The kind of values an Iceberg column holds.
+fn value_kind(ty: &iceberg::spec::Type) -> ValueKind {
+    use iceberg::spec::{PrimitiveType as P, Type};
+    match ty {
+        Type::Primitive(p) => match p {
+            P::Boolean => ValueKind::Boolean,
+            P::Int | P::Long => ValueKind::Integer,
+            P::Float | P::Double => ValueKind::Float,
+            P::Decimal { scale, .. } => ValueKind::Decimal {
+                scale: *scale as i32,
+            },
+            P::Date => ValueKind::Date,
+            P::Time => ValueKind::Time,
+            P::Timestamp | P::TimestampNs => ValueKind::Timestamp,
+            P::Timestamptz | P::TimestamptzNs => ValueKind::TimestampWithZone,
+            P::String => ValueKind::String,
+            P::Fixed(_) | P::Binary => ValueKind::Binary,
+            P::Uuid => ValueKind::Other,
+        },
+        _ => ValueKind::Nested,
+    }
+}
+
 #[async_trait::async_trait]
 impl LakeTable for IcebergLakeTable {
     fn format_name(&self) -> &'static str {
@@ -84,15 +109,10 @@ impl LakeTable for IcebergLakeTable {
     /// Every Fluss column must exist in the lake table's current schema.
     fn check_schema(&self, fluss: &SchemaRef) -> Result<()> {
         let schema = self.table.metadata().current_schema().clone();
-        for field in fluss.fields() {
-            if schema.field_by_name(field.name()).is_none() {
-                return Err(Error::data_invalid(format!(
-                    "lake schema does not match the Fluss schema: column '{}' is missing in the lake table",
-                    field.name()
-                )));
-            }
-        }
-        Ok(())
+        check_lake_columns(fluss, |name| {
+            let field = schema.field_by_name(name)?;
+            Some((value_kind(&field.field_type), field.field_type.to_string()))
+        })
     }
 
     async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan> {

@@ -68,6 +68,7 @@ pub async fn plan_snapshot(
         },
         None => plan_files(table, request.snapshot_id, None).await?,
     };
+    super::deletes::check_delete_files(table, &tasks).await?;
     let by_name = names_are_stable(metadata);
     let mut splits = Vec::with_capacity(tasks.len());
     for task in &tasks {

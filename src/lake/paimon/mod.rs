@@ -28,6 +28,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use futures::stream::BoxStream;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::lake::columns::{ValueKind, check_lake_columns};
 use crate::lake::{LakeLocation, LakePlan, LakeScanRequest, LakeSnapshot, LakeTable, MergeTask};
 use crate::source::FlussTable;
 
@@ -301,6 +302,27 @@ impl PaimonLakeTable {
     }
 }
 
+/// The kind of values a Paimon column holds.
+fn value_kind(ty: &paimon::spec::DataType) -> ValueKind {
+    use paimon::spec::DataType as P;
+    match ty {
+        P::Boolean(_) => ValueKind::Boolean,
+        P::TinyInt(_) | P::SmallInt(_) | P::Int(_) | P::BigInt(_) => ValueKind::Integer,
+        P::Float(_) | P::Double(_) => ValueKind::Float,
+        P::Decimal(d) => ValueKind::Decimal {
+            scale: d.scale() as i32,
+        },
+        P::Char(_) | P::VarChar(_) => ValueKind::String,
+        P::Binary(_) | P::VarBinary(_) => ValueKind::Binary,
+        P::Date(_) => ValueKind::Date,
+        P::Time(_) => ValueKind::Time,
+        P::Timestamp(_) => ValueKind::Timestamp,
+        P::LocalZonedTimestamp(_) => ValueKind::TimestampWithZone,
+        P::Array(_) | P::Map(_) | P::Multiset(_) | P::Row(_) => ValueKind::Nested,
+        _ => ValueKind::Other,
+    }
+}
+
 #[async_trait::async_trait]
 impl LakeTable for PaimonLakeTable {
     fn format_name(&self) -> &'static str {
@@ -310,15 +332,10 @@ impl LakeTable for PaimonLakeTable {
     /// Every Fluss column must exist in the lake table.
     fn check_schema(&self, fluss: &SchemaRef) -> Result<()> {
         let lake_fields = self.table.schema().fields();
-        for field in fluss.fields() {
-            if !lake_fields.iter().any(|f| f.name() == field.name()) {
-                return Err(Error::data_invalid(format!(
-                    "lake schema does not match the Fluss schema: column '{}' is missing in the lake table",
-                    field.name()
-                )));
-            }
-        }
-        Ok(())
+        check_lake_columns(fluss, |name| {
+            let field = lake_fields.iter().find(|f| f.name() == name)?;
+            Some((value_kind(field.data_type()), field.data_type().to_string()))
+        })
     }
 
     async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan> {
