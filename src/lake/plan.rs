@@ -48,9 +48,10 @@ pub struct LakeFile {
 pub enum ColumnMapping {
     /// By column name (Paimon).
     ByName,
-    /// By field id (`PARQUET:field_id`, Iceberg): the id of each table column, in
-    /// table order.
-    ByFieldId(Vec<i32>),
+    /// By field id (`PARQUET:field_id`, Iceberg): each column name of the lake's
+    /// current schema with its field id. A file written before a rename holds the
+    /// column under its old name, and perhaps another column under the new one.
+    ByFieldId(Vec<(String, i32)>),
 }
 
 /// A split only the lake format's reader can read (overlapping key levels, delete
@@ -85,6 +86,26 @@ pub struct LakeSplit {
     pub read: LakeRead,
     /// Row count (exact for plain splits, an upper bound for merged ones).
     pub rows: i64,
+}
+
+impl LakePlan {
+    /// How the plan's plain parquet files map their columns: one mapping per plan
+    /// (a snapshot is read under one schema), `ByName` when there are none.
+    pub fn parquet_mapping(&self) -> crate::error::Result<ColumnMapping> {
+        let mut mappings = self.splits.iter().filter_map(|s| match &s.read {
+            LakeRead::Parquet(mapping) => Some(mapping),
+            LakeRead::MergeOnRead(_) => None,
+        });
+        let Some(first) = mappings.next() else {
+            return Ok(ColumnMapping::ByName);
+        };
+        if mappings.any(|m| m != first) {
+            return Err(crate::error::Error::internal(
+                "a lake plan maps the columns of its parquet files in two ways",
+            ));
+        }
+        Ok(first.clone())
+    }
 }
 
 impl LakeSplit {

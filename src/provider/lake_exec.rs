@@ -27,8 +27,9 @@ use datafusion::physical_plan::{
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
+use super::field_ids::FieldIdAdapterFactory;
 use crate::error::{Error, Result};
-use crate::lake::{LakeFile, LakeTable, MergeTask};
+use crate::lake::{ColumnMapping, LakeFile, LakeTable, MergeTask};
 
 /// Casts a lake batch to the Fluss schema: columns by name, types cast (e.g. lake
 /// timestamps in another unit), lake-only columns (`__bucket`, ...) dropped.
@@ -234,11 +235,14 @@ fn contiguous_groups(files: Vec<PartitionedFile>, target: usize) -> Vec<Vec<Part
 
 /// Plans plain lake parquet files as DataFusion's parquet scan: `table_schema` is the
 /// Fluss schema (the schema adapter casts file types and ignores lake-only columns),
-/// files in path order cut into `target_partitions` contiguous groups, the predicate
-/// used for row-group and page pruning.
+/// file columns matched to it by `mapping`, files in path order cut into
+/// `target_partitions` contiguous groups, the predicate used for row-group and page
+/// pruning.
+#[allow(clippy::too_many_arguments)]
 pub fn parquet_scan(
     state: &dyn Session,
     files: &[LakeFile],
+    mapping: &ColumnMapping,
     table_schema: SchemaRef,
     projection: Option<Vec<usize>>,
     predicate: Option<Arc<dyn PhysicalExpr>>,
@@ -258,6 +262,7 @@ pub fn parquet_scan(
     let groups = contiguous_groups(partitioned, target);
     let config = ParquetScanConfig {
         table_schema,
+        mapping: mapping.clone(),
         projection,
         predicate,
         limit,
@@ -272,6 +277,7 @@ pub fn parquet_scan(
 pub fn parquet_bucket_scan(
     state: &dyn Session,
     files: &[LakeFile],
+    mapping: &ColumnMapping,
     table_schema: SchemaRef,
     projection: Vec<usize>,
     predicate: Option<Arc<dyn PhysicalExpr>>,
@@ -279,6 +285,7 @@ pub fn parquet_bucket_scan(
     let (store_url, partitioned) = partitioned_files(files)?;
     let config = ParquetScanConfig {
         table_schema,
+        mapping: mapping.clone(),
         projection: Some(projection),
         predicate,
         limit: None,
@@ -307,6 +314,7 @@ fn partitioned_files(files: &[LakeFile]) -> Result<(ObjectStoreUrl, Vec<Partitio
 /// What a parquet scan of lake files reads, shared by both scan shapes.
 struct ParquetScanConfig {
     table_schema: SchemaRef,
+    mapping: ColumnMapping,
     projection: Option<Vec<usize>>,
     predicate: Option<Arc<dyn PhysicalExpr>>,
     limit: Option<usize>,
@@ -339,7 +347,17 @@ impl ParquetScanConfig {
         }
         let mut stats = Statistics::new_unknown(&self.table_schema);
         stats.num_rows = Precision::Exact(self.rows.max(0) as usize);
+        let adapter = match &self.mapping {
+            ColumnMapping::ByName => None,
+            ColumnMapping::ByFieldId(columns) => {
+                Some(Arc::new(FieldIdAdapterFactory::new(columns))
+                    as Arc<
+                        dyn datafusion::physical_expr_adapter::PhysicalExprAdapterFactory,
+                    >)
+            }
+        };
         let config = FileScanConfigBuilder::new(store_url, Arc::new(source))
+            .with_expr_adapter(adapter)
             .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
             .with_statistics(stats)
             .with_limit(self.limit)

@@ -4,6 +4,7 @@ mod blocking;
 mod catalog;
 mod changelog;
 mod describe;
+mod field_ids;
 mod lake_exec;
 mod lake_snapshots;
 mod log_exec;

@@ -252,6 +252,7 @@ impl FlussTableProvider {
             if let Some(scan) = parquet_scan(
                 state,
                 &parquet_files,
+                &plan.parquet_mapping()?,
                 self.schema.clone(),
                 projection.clone(),
                 // DataFusion's filter pushdown hands the (inexact) filters to the
@@ -360,6 +361,7 @@ impl FlussTableProvider {
             }
         }
         if let Some(LakeScan { plan, .. }) = &lake {
+            let mapping = plan.parquet_mapping()?;
             // Raw-convertible splits hold each key once and nothing to merge, so any
             // filter may prune their row groups (a lake row a filter rejects is never
             // output, whether or not the tail overrides its key). Partition filters are
@@ -384,6 +386,7 @@ impl FlussTableProvider {
                     plan: parquet_bucket_scan(
                         state,
                         &files,
+                        &mapping,
                         self.schema.clone(),
                         scan_columns.clone(),
                         predicate.clone(),

@@ -37,6 +37,9 @@ Tables (format-version 2), shaped like Fluss's Iceberg tiering writes them:
                snapshots: append of 6 rows (one data file per bucket), then
                one "delete" snapshot adding a position-delete file (id 2,
                bucket 0) and an equality-delete file on id (id 5, bucket 1).
+  fluss.swapped_t id long, a string, b string, system columns; spec
+               identity(__bucket). snapshots: append, then the names a and b
+               swapped (three renames, field ids kept), then append.
   fluss.pk_unknown_eq_ids, fluss.pk_eq_file_without_key   pk_t, damaged: the
                equality-delete file's manifest entry names field id 99 (not in
                the schema), or the file's column carries field id 99 instead of
@@ -221,6 +224,50 @@ def build_log_t(catalog):
     rows = t.scan().to_arrow().to_pylist()
     expected = [r for r in LOG_COMMIT_1 + LOG_COMMIT_2 if r["id"] != 2]
     assert _render_rows(rows) == _render_rows(expected), rows
+    return t, _render_rows(rows)
+
+
+# --------------------------------------------------------------------------
+# swapped_t: two columns whose names were swapped between two appends
+# --------------------------------------------------------------------------
+
+SWAP_SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "a", StringType(), required=False),
+    NestedField(3, "b", StringType(), required=False),
+    NestedField(4, "__bucket", IntegerType(), required=True),
+    NestedField(5, "__offset", LongType(), required=True),
+    NestedField(6, "__timestamp", TimestamptzType(), required=True),
+)
+SWAP_SPEC = PartitionSpec(
+    PartitionField(source_id=4, field_id=1000, transform=IdentityTransform(), name="__bucket"),
+)
+
+
+def _swap_row(i, a, b, bucket, offset):
+    return {"id": i, "a": a, "b": b, "__bucket": bucket, "__offset": offset,
+            "__timestamp": TS(2024, 1, 1, 0, 0, i)}
+
+
+def build_swapped_t(catalog):
+    """Append (a, b) = ("a<i>", "b<i>"), swap the names a and b (field ids stay),
+    append again: the first files' column named "a" is field 2, now named "b"."""
+    t = catalog.create_table(f"{NS}.swapped_t", schema=SWAP_SCHEMA,
+                             partition_spec=SWAP_SPEC, properties={"format-version": "2"})
+    first = [_swap_row(i, f"a{i}", f"b{i}", i % 2, i // 2) for i in range(4)]
+    t.append(_to_arrow(t.schema(), first), snapshot_properties=_props("swapped_t", 1))
+    for old, new in (("a", "tmp"), ("b", "a"), ("tmp", "b")):
+        with t.update_schema() as u:
+            u.rename_column(old, new)
+    t = catalog.load_table(f"{NS}.swapped_t")
+    assert [f.name for f in t.schema().fields][:3] == ["id", "b", "a"], t.schema()
+    second = [_swap_row(i, f"a{i}", f"b{i}", i % 2, 2 + (i - 4) // 2) for i in range(4, 6)]
+    t.append(_to_arrow(t.schema(), second), snapshot_properties=_props("swapped_t", 2))
+    t = catalog.load_table(f"{NS}.swapped_t")
+    rows = t.scan().to_arrow().to_pylist()
+    # the first rows' values moved with their field ids
+    want = [{**r, "a": r["b"], "b": r["a"]} for r in first] + second
+    assert _render_rows(rows) == _render_rows(want), rows
     return t, _render_rows(rows)
 
 
@@ -473,6 +520,7 @@ def main():
     tables = (
         ("log_t", build_log_t),
         ("pk_t", build_pk_t),
+        ("swapped_t", build_swapped_t),
         ("pk_unknown_eq_ids", lambda c: build_pk_t(c, "pk_unknown_eq_ids", "unknown_eq_ids")),
         ("pk_eq_file_without_key",
          lambda c: build_pk_t(c, "pk_eq_file_without_key", "eq_file_without_key")),

@@ -42,8 +42,8 @@ pub fn merge_task_file(task: &MergeTask) -> Result<String> {
 }
 
 /// Plans the data files of `request.snapshot_id`: one split per file, plain parquet
-/// when it has no delete files (and its columns can be matched by name), otherwise a
-/// merge task for the `iceberg` reader. Returns the planned tasks as well, which the
+/// when it has no delete files (columns matched by name, or by field id after a
+/// rename), otherwise a merge task for the `iceberg` reader. Returns the planned tasks as well, which the
 /// reader needs.
 pub async fn plan_snapshot(
     table: &Table,
@@ -69,16 +69,29 @@ pub async fn plan_snapshot(
         None => plan_files(table, request.snapshot_id, None).await?,
     };
     super::deletes::check_delete_files(table, &tasks).await?;
-    let by_name = names_are_stable(metadata);
+    // A file's columns match the table's by name unless a schema renamed a field
+    // id (then by field id, which DataFusion's parquet source does through an
+    // expression adapter).
+    let mapping = if names_are_stable(metadata) {
+        ColumnMapping::ByName
+    } else {
+        ColumnMapping::ByFieldId(
+            metadata
+                .current_schema()
+                .as_struct()
+                .fields()
+                .iter()
+                .map(|f| (f.name.clone(), f.id))
+                .collect(),
+        )
+    };
     let mut splits = Vec::with_capacity(tasks.len());
     for task in &tasks {
         let (partition_name, bucket) = placement(task, metadata)?;
         let whole_file = task.start == 0 && task.length == task.file_size_in_bytes;
         let rows = task.record_count.map_or(0, |r| r as i64);
         let read = match task.record_count {
-            Some(_) if by_name && whole_file && task.deletes.is_empty() => {
-                LakeRead::Parquet(ColumnMapping::ByName)
-            }
+            Some(_) if whole_file && task.deletes.is_empty() => LakeRead::Parquet(mapping.clone()),
             _ => LakeRead::MergeOnRead(MergeTask {
                 payload: serde_json::to_vec(&MergeTaskPayload {
                     file: task.data_file_path.clone(),
@@ -134,7 +147,7 @@ async fn plan_files(
 /// Whether every schema of the table names each field id as the current schema
 /// does (no rename, no drop-and-re-add under an old name): then a data file's
 /// columns match the table's by name, as DataFusion's parquet source matches them.
-/// Otherwise files go through the `iceberg` reader, which matches field ids.
+/// Otherwise files are matched by field id.
 fn names_are_stable(metadata: &TableMetadata) -> bool {
     let current = metadata.current_schema();
     metadata.schemas_iter().all(|schema| {
