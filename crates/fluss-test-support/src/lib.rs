@@ -1,0 +1,36 @@
+//! A Fluss RPC test server: an in-process Tokio TCP server that speaks Apache Fluss's wire
+//! protocol (framing and protobuf messages) well enough for the official Rust client
+//! (`fluss-rs`) to connect, browse metadata, list offsets, read lake snapshot metadata and
+//! fetch log batches.
+//!
+//! * [`frame`]: length-prefixed frames, request/response headers, API keys.
+//! * [`proto`]: the protobuf messages of the RPCs served.
+//! * [`errors`]: Fluss protocol error codes.
+//! * [`model`]: the [`model::ClusterModel`] trait the server reads everything from.
+//! * [`log`]: log batch indexing, slicing at batch boundaries, column projection.
+//! * [`memory`]: an in-memory `ClusterModel`.
+//! * [`server`]: the server itself.
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! use std::sync::Arc;
+//! use fluss_test_support::{memory::MemoryCluster, server::{ServerConfig, TestServer}};
+//!
+//! let mut cluster = MemoryCluster::new();
+//! cluster.add_database("db");
+//! let server = TestServer::start(Arc::new(cluster), ServerConfig::default()).await?;
+//! let bootstrap = server.bootstrap_servers(); // give this to fluss-rs's Config
+//! # drop(bootstrap);
+//! drop(server); // stops the listener and every connection
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod errors;
+pub mod frame;
+pub mod log;
+pub mod memory;
+pub mod model;
+pub mod proto;
+pub mod server;

@@ -1,0 +1,793 @@
+//! The Tokio server: accepts connections and answers Fluss RPCs from a [`ClusterModel`].
+//!
+//! One listener plays the coordinator and the single tablet server (node id 0) of a
+//! one-node cluster: `MetaData` advertises the listener's address for both, and every bucket
+//! is led by node 0. Each connection is one task that reads a request, answers it and only
+//! then reads the next, so responses come back in request order. At most one request frame
+//! (bounded by [`ServerConfig::max_frame_size`]) is buffered per connection.
+//!
+//! Security follows Java's `NettyServerHandler`: with SASL/PLAIN configured, a connection
+//! starts unauthenticated; `ApiVersions` and `Authenticate` are answered, every other request
+//! gets `AUTHENTICATE_EXCEPTION` until an `Authenticate` with a right `\0user\0password` token
+//! succeeds.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use prost::Message;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::errors::{self, ApiError};
+use crate::frame::{self, Request, api_key};
+use crate::log::Projector;
+use crate::model::{ClusterModel, ServedTable};
+use crate::proto::*;
+
+/// The node id of the one node (coordinator and tablet server) this server impersonates.
+pub const NODE_ID: i32 = 0;
+
+/// `FetchParams.FETCH_FROM_EARLIEST_OFFSET`: a fetch offset meaning "the log start offset".
+const FETCH_FROM_EARLIEST_OFFSET: i64 = -2;
+
+/// `ListOffsetsParam` offset types.
+const LIST_EARLIEST_OFFSET: i32 = 0;
+const LIST_LATEST_OFFSET: i32 = 1;
+const LIST_OFFSET_FROM_TIMESTAMP: i32 = 2;
+
+/// How a [`TestServer`] behaves.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// SASL/PLAIN users (`username -> password`). `None`: plaintext, no authentication.
+    pub sasl_plain_users: Option<HashMap<String, String>>,
+    /// The largest request frame accepted; a larger one closes the connection.
+    pub max_frame_size: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            sasl_plain_users: None,
+            max_frame_size: 16 * 1024 * 1024,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// A configuration requiring SASL/PLAIN with one user.
+    pub fn with_sasl_plain(username: impl Into<String>, password: impl Into<String>) -> Self {
+        Self {
+            sasl_plain_users: Some(HashMap::from([(username.into(), password.into())])),
+            ..Self::default()
+        }
+    }
+}
+
+/// A running server. Dropping it (or calling [`TestServer::shutdown`]) stops the listener and
+/// every connection task.
+#[derive(Debug)]
+pub struct TestServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Binds `127.0.0.1:0` and starts serving `model` on the current Tokio runtime.
+    pub async fn start(model: Arc<dyn ClusterModel>, config: ServerConfig) -> io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let (shutdown_tx, shutdown_rx) = oneshot::channel();
+        let shared = Arc::new(Shared {
+            model,
+            addr,
+            config,
+            received: std::sync::Mutex::new(Vec::new()),
+        });
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
+        Ok(Self {
+            shared,
+            addr,
+            shutdown: Some(shutdown_tx),
+            task: Some(task),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The address as a fluss-rs `bootstrap_servers` string (`host:port`).
+    pub fn bootstrap_servers(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The API keys of the requests received so far, in arrival order (the first
+    /// [`MAX_RECORDED_REQUESTS`] only), e.g. to check which RPCs a client operation sends.
+    pub fn received_api_keys(&self) -> Vec<i16> {
+        match self.shared.received.lock() {
+            Ok(keys) => keys.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Forgets the requests recorded so far.
+    pub fn clear_received_api_keys(&self) {
+        match self.shared.received.lock() {
+            Ok(mut keys) => keys.clear(),
+            Err(poisoned) => poisoned.into_inner().clear(),
+        }
+    }
+
+    /// Stops the server and waits until the listener and all connections are closed.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        // Aborting the accept task drops the listener and its JoinSet, which aborts every
+        // connection task: nothing outlives the handle, even if the runtime is not polled.
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// How many request API keys [`TestServer::received_api_keys`] keeps at most.
+pub const MAX_RECORDED_REQUESTS: usize = 10_000;
+
+struct Shared {
+    model: Arc<dyn ClusterModel>,
+    addr: SocketAddr,
+    config: ServerConfig,
+    received: std::sync::Mutex<Vec<i16>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("addr", &self.addr)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(serve_connection(stream, Arc::clone(&shared)));
+                }
+                Err(e) => {
+                    log::warn!("fluss test server: accept failed: {e}");
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    connections.shutdown().await;
+}
+
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    let mut conn = Connection {
+        authenticated: shared.config.sasl_plain_users.is_none(),
+        shared,
+    };
+    loop {
+        let request = match frame::read_request(&mut read, conn.shared.config.max_frame_size).await
+        {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(e) => {
+                // Like Java's exceptionCaught: a SERVER_FAILURE, then close.
+                log::debug!("fluss test server: closing connection: {e}");
+                let failure = frame::encode_server_failure(&ApiError::new(
+                    errors::UNKNOWN_SERVER_ERROR,
+                    e.to_string(),
+                ));
+                let _ = write.write_all(&failure).await;
+                let _ = write.shutdown().await;
+                return;
+            }
+        };
+        if let Ok(mut keys) = conn.shared.received.lock()
+            && keys.len() < MAX_RECORDED_REQUESTS
+        {
+            keys.push(request.api_key);
+        }
+        let response = conn.handle(&request);
+        if write.write_all(&response).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn decode<M: Message + Default>(request: &Request) -> Result<M, ApiError> {
+    M::decode(request.body.clone()).map_err(|e| {
+        ApiError::new(
+            errors::UNKNOWN_SERVER_ERROR,
+            format!("Cannot parse request of API key {}: {e}", request.api_key),
+        )
+    })
+}
+
+fn table_not_exist(path: &PbTablePath) -> ApiError {
+    ApiError::new(
+        errors::TABLE_NOT_EXIST,
+        format!(
+            "Table '{}.{}' does not exist.",
+            path.database_name, path.table_name
+        ),
+    )
+}
+
+fn bucket_name(table_id: i64, partition_id: Option<i64>, bucket: i32) -> String {
+    match partition_id {
+        Some(p) => format!("TableBucket{{tableId={table_id}, partitionId={p}, bucket={bucket}}}"),
+        None => format!("TableBucket{{tableId={table_id}, bucket={bucket}}}"),
+    }
+}
+
+fn unknown_bucket(table_id: i64, partition_id: Option<i64>, bucket: i32) -> ApiError {
+    ApiError::new(
+        errors::UNKNOWN_TABLE_OR_BUCKET,
+        format!(
+            "Unknown table or bucket: {}",
+            bucket_name(table_id, partition_id, bucket)
+        ),
+    )
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    authenticated: bool,
+}
+
+impl Connection {
+    fn model(&self) -> &dyn ClusterModel {
+        self.shared.model.as_ref()
+    }
+
+    /// Answers one request; the result is a whole response frame.
+    fn handle(&mut self, request: &Request) -> Vec<u8> {
+        match self.dispatch(request) {
+            Ok(frame) => frame,
+            Err(error) => frame::encode_error(request.request_id, &error),
+        }
+    }
+
+    fn dispatch(&mut self, request: &Request) -> Result<Vec<u8>, ApiError> {
+        let key = request.api_key;
+        let Some(&(_, min, max)) = api_key::SUPPORTED.iter().find(|(k, _, _)| *k == key) else {
+            // Java's NettyServerHandler drops unknown keys without answering; answering keeps
+            // a client from waiting forever.
+            return Err(ApiError::new(
+                errors::UNSUPPORTED_VERSION,
+                format!("The server does not support API key {key}."),
+            ));
+        };
+        if request.api_version < min || request.api_version > max {
+            return Err(ApiError::new(
+                errors::UNSUPPORTED_VERSION,
+                format!(
+                    "The server does not support version {} of API key {key} (supported: {min}..={max}).",
+                    request.api_version
+                ),
+            ));
+        }
+        if !self.authenticated && key != api_key::API_VERSIONS && key != api_key::AUTHENTICATE {
+            return Err(ApiError::new(
+                errors::AUTHENTICATE_EXCEPTION,
+                "The connection has not completed authentication yet. This may be caused by a \
+                 missing or incorrect configuration of 'client.security.protocol' on the client side.",
+            ));
+        }
+        let id = request.request_id;
+        let ok = |m: &dyn EncodeDyn| m.encode_frame(id);
+        match key {
+            api_key::API_VERSIONS => {
+                let _: ApiVersionsRequest = decode(request)?;
+                Ok(ok(&api_versions()))
+            }
+            api_key::AUTHENTICATE => Ok(ok(&self.authenticate(decode(request)?)?)),
+            api_key::LIST_DATABASES => {
+                let _: ListDatabasesRequest = decode(request)?;
+                Ok(ok(&ListDatabasesResponse {
+                    database_name: self.model().databases(),
+                }))
+            }
+            api_key::DATABASE_EXISTS => {
+                let r: DatabaseExistsRequest = decode(request)?;
+                let exists = self.model().tables(&r.database_name).is_some();
+                Ok(ok(&DatabaseExistsResponse { exists }))
+            }
+            api_key::LIST_TABLES => {
+                let r: ListTablesRequest = decode(request)?;
+                let tables = self.model().tables(&r.database_name).ok_or_else(|| {
+                    ApiError::new(
+                        errors::DATABASE_NOT_EXIST,
+                        format!("Database {} does not exist.", r.database_name),
+                    )
+                })?;
+                Ok(ok(&ListTablesResponse { table_name: tables }))
+            }
+            api_key::TABLE_EXISTS => {
+                let r: TableExistsRequest = decode(request)?;
+                let p = &r.table_path;
+                let exists = self
+                    .model()
+                    .table(&p.database_name, &p.table_name)
+                    .is_some();
+                Ok(ok(&TableExistsResponse { exists }))
+            }
+            api_key::GET_TABLE_INFO => {
+                let r: GetTableInfoRequest = decode(request)?;
+                let t = self.table(&r.table_path)?;
+                Ok(ok(&GetTableInfoResponse {
+                    table_id: t.table_id,
+                    schema_id: t.schema_id,
+                    table_json: t.table_json,
+                    created_time: t.created_time,
+                    modified_time: t.modified_time,
+                    remote_data_dir: t.remote_data_dir,
+                }))
+            }
+            api_key::GET_TABLE_SCHEMA => {
+                let r: GetTableSchemaRequest = decode(request)?;
+                let t = self.table(&r.table_path)?;
+                let schema_id = r.schema_id.unwrap_or(t.schema_id);
+                let schema = t.schemas.get(&schema_id).ok_or_else(|| {
+                    ApiError::new(
+                        errors::SCHEMA_NOT_EXIST,
+                        format!(
+                            "Schema for table {}.{} with schema id {schema_id} does not exist.",
+                            r.table_path.database_name, r.table_path.table_name
+                        ),
+                    )
+                })?;
+                Ok(ok(&GetTableSchemaResponse {
+                    schema_id,
+                    schema_json: schema.clone(),
+                }))
+            }
+            api_key::LIST_PARTITION_INFOS => {
+                let r: ListPartitionInfosRequest = decode(request)?;
+                Ok(ok(&self.list_partition_infos(r)?))
+            }
+            api_key::GET_METADATA => Ok(ok(&self.metadata(decode(request)?)?)),
+            api_key::GET_LAKE_SNAPSHOT => Ok(ok(&self.lake_snapshot(decode(request)?)?)),
+            api_key::LIST_OFFSETS => Ok(ok(&self.list_offsets(decode(request)?))),
+            api_key::FETCH_LOG => Ok(ok(&self.fetch_log(decode(request)?))),
+            _ => Err(ApiError::new(
+                errors::UNSUPPORTED_VERSION,
+                format!("The server does not support API key {key}."),
+            )),
+        }
+    }
+
+    fn table(&self, path: &PbTablePath) -> Result<ServedTable, ApiError> {
+        self.model()
+            .table(&path.database_name, &path.table_name)
+            .ok_or_else(|| table_not_exist(path))
+    }
+
+    fn authenticate(&mut self, r: AuthenticateRequest) -> Result<AuthenticateResponse, ApiError> {
+        let fail = |m: &str| ApiError::new(errors::AUTHENTICATE_EXCEPTION, m);
+        let Some(users) = &self.shared.config.sasl_plain_users else {
+            return Err(fail(
+                "Authentication is not enabled on this listener (PLAINTEXT).",
+            ));
+        };
+        if !r.protocol.eq_ignore_ascii_case("PLAIN") {
+            return Err(fail(&format!(
+                "Unsupported SASL mechanism '{}': the server supports PLAIN.",
+                r.protocol
+            )));
+        }
+        // RFC 4616: [authzid] NUL authcid NUL passwd
+        let mut parts = r.token.split(|&b| b == 0);
+        let (Some(_authzid), Some(user), Some(password), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(fail("Invalid SASL/PLAIN token."));
+        };
+        let user = String::from_utf8_lossy(user);
+        match users.get(user.as_ref()) {
+            Some(expected) if expected.as_bytes() == password => {
+                self.authenticated = true;
+                Ok(AuthenticateResponse { challenge: None })
+            }
+            _ => Err(fail(&format!(
+                "Authentication failed: Invalid username or password for user '{user}'."
+            ))),
+        }
+    }
+
+    fn node(&self) -> PbServerNode {
+        PbServerNode {
+            node_id: NODE_ID,
+            host: self.shared.addr.ip().to_string(),
+            port: i32::from(self.shared.addr.port()),
+            listeners: None,
+            rack: None,
+        }
+    }
+
+    fn metadata(&self, r: MetadataRequest) -> Result<MetadataResponse, ApiError> {
+        let buckets = |count: i32| -> Vec<PbBucketMetadata> {
+            (0..count)
+                .map(|bucket_id| PbBucketMetadata {
+                    bucket_id,
+                    leader_id: Some(NODE_ID),
+                    replica_id: vec![NODE_ID],
+                    leader_epoch: Some(0),
+                })
+                .collect()
+        };
+        let mut response = MetadataResponse {
+            coordinator_server: Some(self.node()),
+            tablet_servers: vec![self.node()],
+            table_metadata: Vec::new(),
+            partition_metadata: Vec::new(),
+        };
+        let mut requested = Vec::new();
+        for path in &r.table_path {
+            let t = self.table(path)?;
+            response.table_metadata.push(PbTableMetadata {
+                table_path: path.clone(),
+                table_id: t.table_id,
+                schema_id: t.schema_id,
+                table_json: t.table_json.clone(),
+                // a partitioned table's buckets belong to its partitions
+                bucket_metadata: if t.is_partitioned() {
+                    Vec::new()
+                } else {
+                    buckets(t.bucket_count)
+                },
+                created_time: t.created_time,
+                modified_time: t.modified_time,
+                remote_data_dir: t.remote_data_dir.clone(),
+            });
+            requested.push(t);
+        }
+        for path in &r.partitions_path {
+            let table_path = PbTablePath {
+                database_name: path.database_name.clone(),
+                table_name: path.table_name.clone(),
+            };
+            let t = self.table(&table_path)?;
+            let name = path.partition_name.as_deref().unwrap_or_default();
+            let p = t
+                .partitions
+                .iter()
+                .find(|p| p.name == name)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        errors::PARTITION_NOT_EXISTS,
+                        format!(
+                            "Table partition '{}.{}({name})' does not exist.",
+                            path.database_name, path.table_name
+                        ),
+                    )
+                })?;
+            response.partition_metadata.push(PbPartitionMetadata {
+                table_id: t.table_id,
+                partition_name: p.name.clone(),
+                partition_id: p.partition_id,
+                bucket_metadata: buckets(t.bucket_count),
+            });
+        }
+        // Like Java, partition ids are looked up among the requested tables.
+        for &id in &r.partitions_id {
+            let found = requested.iter().find_map(|t| {
+                t.partitions
+                    .iter()
+                    .find(|p| p.partition_id == id)
+                    .map(|p| (t, p))
+            });
+            let (t, p) = found.ok_or_else(|| {
+                ApiError::new(
+                    errors::PARTITION_NOT_EXISTS,
+                    format!("Partition with id {id} does not exist."),
+                )
+            })?;
+            response.partition_metadata.push(PbPartitionMetadata {
+                table_id: t.table_id,
+                partition_name: p.name.clone(),
+                partition_id: p.partition_id,
+                bucket_metadata: buckets(t.bucket_count),
+            });
+        }
+        Ok(response)
+    }
+
+    fn list_partition_infos(
+        &self,
+        r: ListPartitionInfosRequest,
+    ) -> Result<ListPartitionInfosResponse, ApiError> {
+        let t = self.table(&r.table_path)?;
+        if !t.is_partitioned() {
+            return Err(ApiError::new(
+                errors::TABLE_NOT_PARTITIONED,
+                format!(
+                    "Table '{}.{}' is not a partitioned table.",
+                    r.table_path.database_name, r.table_path.table_name
+                ),
+            ));
+        }
+        let filter: Vec<(String, String)> = r
+            .partial_partition_spec
+            .map(|s| {
+                s.partition_key_values
+                    .into_iter()
+                    .map(|kv| (kv.key, kv.value))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let partitions_info = t
+            .partitions
+            .iter()
+            .filter(|p| filter.iter().all(|f| p.spec.contains(f)))
+            .map(|p| PbPartitionInfo {
+                partition_id: p.partition_id,
+                partition_spec: PbPartitionSpec {
+                    partition_key_values: p
+                        .spec
+                        .iter()
+                        .map(|(key, value)| PbKeyValue {
+                            key: key.clone(),
+                            value: value.clone(),
+                        })
+                        .collect(),
+                },
+                remote_data_dir: t.remote_data_dir.clone(),
+            })
+            .collect();
+        Ok(ListPartitionInfosResponse { partitions_info })
+    }
+
+    fn lake_snapshot(
+        &self,
+        r: GetLakeSnapshotRequest,
+    ) -> Result<GetLakeSnapshotResponse, ApiError> {
+        let readable = r.readable == Some(true);
+        if readable && r.snapshot_id.is_some() {
+            return Err(ApiError::new(
+                errors::UNKNOWN_SERVER_ERROR,
+                "GetLakeSnapshotRequest cannot set both snapshot_id and readable=true; use one \
+                 or the other to specify either a snapshot by id or the latest readable snapshot.",
+            ));
+        }
+        let t = self.table(&r.table_path)?;
+        let snapshots = self.model().lake_snapshots(t.table_id);
+        let chosen = if readable {
+            snapshots.iter().rev().find(|s| s.readable)
+        } else if let Some(id) = r.snapshot_id {
+            snapshots.iter().find(|s| s.snapshot_id == id)
+        } else {
+            snapshots.last()
+        };
+        let Some(s) = chosen else {
+            let mut message = format!(
+                "Lake table {} doesn't exist for table: {}.{}, table id: {}",
+                if readable {
+                    "readable snapshot"
+                } else {
+                    "snapshot"
+                },
+                r.table_path.database_name,
+                r.table_path.table_name,
+                t.table_id
+            );
+            if let (false, Some(id)) = (readable, r.snapshot_id) {
+                message.push_str(&format!(", snapshot id: {id}"));
+            }
+            return Err(ApiError::new(errors::LAKE_SNAPSHOT_NOT_EXIST, message));
+        };
+        Ok(GetLakeSnapshotResponse {
+            table_id: t.table_id,
+            snapshot_id: s.snapshot_id,
+            bucket_snapshots: s
+                .buckets
+                .iter()
+                .map(|b| PbLakeSnapshotForBucket {
+                    partition_id: b.partition_id,
+                    bucket_id: b.bucket,
+                    log_offset: Some(b.log_offset),
+                    partition_name: b.partition_name.clone(),
+                })
+                .collect(),
+        })
+    }
+
+    fn list_offsets(&self, r: ListOffsetsRequest) -> ListOffsetsResponse {
+        let buckets_resp = r
+            .bucket_id
+            .iter()
+            .map(|&bucket_id| {
+                let result = self
+                    .model()
+                    .log(r.table_id, r.partition_id, bucket_id)
+                    .ok_or_else(|| unknown_bucket(r.table_id, r.partition_id, bucket_id))
+                    .and_then(|log| match r.offset_type {
+                        LIST_EARLIEST_OFFSET => Ok(log.log_start_offset()),
+                        LIST_LATEST_OFFSET => Ok(log.high_watermark()),
+                        LIST_OFFSET_FROM_TIMESTAMP => {
+                            let ts = r.start_timestamp.ok_or_else(|| {
+                                ApiError::new(
+                                    errors::INVALID_TIMESTAMP,
+                                    "ListOffsets from timestamp without a timestamp.",
+                                )
+                            })?;
+                            // the first batch committed at or after `ts`, else the end
+                            Ok(log
+                                .batch_timestamps()
+                                .find(|&(_, commit)| commit >= ts)
+                                .map_or(log.high_watermark(), |(base, _)| base))
+                        }
+                        other => Err(ApiError::new(
+                            errors::UNKNOWN_SERVER_ERROR,
+                            format!("Unknown offset type {other}."),
+                        )),
+                    });
+                match result {
+                    Ok(offset) => PbListOffsetsRespForBucket {
+                        bucket_id,
+                        error_code: None,
+                        error_message: None,
+                        offset: Some(offset),
+                    },
+                    Err(e) => PbListOffsetsRespForBucket {
+                        bucket_id,
+                        error_code: Some(e.code),
+                        error_message: Some(e.message),
+                        offset: None,
+                    },
+                }
+            })
+            .collect();
+        ListOffsetsResponse { buckets_resp }
+    }
+
+    /// Mirrors `ReplicaManager.readFromLog`: buckets in request order, each limited to
+    /// `min(remaining request bytes, bucket max bytes)`, the first non-empty read allowed to
+    /// exceed the limit by one whole batch.
+    fn fetch_log(&self, r: FetchLogRequest) -> FetchLogResponse {
+        let mut remaining = usize::try_from(r.max_bytes).unwrap_or(0);
+        let mut min_one_batch = true;
+        let mut tables_resp = Vec::with_capacity(r.tables_req.len());
+        for table_req in r.tables_req {
+            let table_id = table_req.table_id;
+            let table = self.model().table_by_id(table_id).map(|(_, _, t)| t);
+            let mut projector = match (&table, table_req.projection_pushdown_enabled) {
+                (Some(t), true) => Some(Projector::new(
+                    t.schemas.clone(),
+                    table_req.projected_fields.clone(),
+                )),
+                _ => None,
+            };
+            let mut buckets_resp = Vec::with_capacity(table_req.buckets_req.len());
+            for b in table_req.buckets_req {
+                let mut resp = PbFetchLogRespForBucket {
+                    partition_id: b.partition_id,
+                    bucket_id: b.bucket_id,
+                    error_code: None,
+                    error_message: None,
+                    high_watermark: None,
+                    log_start_offset: None,
+                    records: None,
+                    filtered_end_offset: None,
+                };
+                let projection = match projector.as_mut() {
+                    None => Ok(None),
+                    Some(Ok(p)) => Ok(Some(p)),
+                    Some(Err(e)) => Err(e.clone()),
+                };
+                let result = projection.and_then(|projection| {
+                    let log = table
+                        .as_ref()
+                        .and_then(|_| self.model().log(table_id, b.partition_id, b.bucket_id))
+                        .ok_or_else(|| unknown_bucket(table_id, b.partition_id, b.bucket_id))?;
+                    let (start, end) = (log.log_start_offset(), log.high_watermark());
+                    let offset = if b.fetch_offset == FETCH_FROM_EARLIEST_OFFSET {
+                        start
+                    } else {
+                        b.fetch_offset
+                    };
+                    if offset < start || offset > end {
+                        return Err(ApiError::new(
+                            errors::LOG_OFFSET_OUT_OF_RANGE,
+                            format!(
+                                "Received request for offset {offset} for table bucket {}, but we \
+                                 only have log segments from offset {start} up to {end}.",
+                                bucket_name(table_id, b.partition_id, b.bucket_id)
+                            ),
+                        ));
+                    }
+                    let limit = remaining.min(usize::try_from(b.max_fetch_bytes).unwrap_or(0));
+                    let records = if offset == end {
+                        Vec::new()
+                    } else {
+                        log.read(offset, limit, min_one_batch, projection)?
+                    };
+                    Ok((log, records))
+                });
+                match result {
+                    Ok((log, records)) => {
+                        if !records.is_empty() {
+                            min_one_batch = false;
+                        }
+                        remaining = remaining.saturating_sub(records.len());
+                        resp.high_watermark = Some(log.high_watermark());
+                        resp.log_start_offset = Some(log.log_start_offset());
+                        resp.records = Some(records);
+                    }
+                    Err(e) => {
+                        resp.error_code = Some(e.code);
+                        resp.error_message = Some(e.message);
+                    }
+                }
+                buckets_resp.push(resp);
+            }
+            tables_resp.push(PbFetchLogRespForTable {
+                table_id,
+                buckets_resp,
+            });
+        }
+        FetchLogResponse { tables_resp }
+    }
+}
+
+fn api_versions() -> ApiVersionsResponse {
+    ApiVersionsResponse {
+        api_versions: api_key::SUPPORTED
+            .iter()
+            .map(|&(key, min, max)| PbApiVersion {
+                api_key: i32::from(key),
+                min_version: i32::from(min),
+                max_version: i32::from(max),
+            })
+            .collect(),
+        // Left unset: this one listener is both the coordinator and the tablet server, and
+        // fluss-rs only checks the advertised type when it is present
+        // (`validate_server_type`, src/rpc/server_connection.rs:165-188).
+        server_type: None,
+    }
+}
+
+/// Object-safe helper to encode any response message into a success frame.
+trait EncodeDyn {
+    fn encode_frame(&self, request_id: i32) -> Vec<u8>;
+}
+
+impl<M: Message> EncodeDyn for M {
+    fn encode_frame(&self, request_id: i32) -> Vec<u8> {
+        frame::encode_success(request_id, self)
+    }
+}
