@@ -29,6 +29,8 @@ pub enum ErrorKind {
     Io,
     /// The lake format library (paimon / iceberg) failed.
     Lake,
+    /// A Fluss cluster could not be reached or answered with an error.
+    Cluster,
     /// Another writer holds the store: retry later.
     Busy,
     /// A memory (or other resource) limit was reached.
@@ -47,6 +49,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::FeatureUnsupported => "unsupported",
             ErrorKind::Io => "io error",
             ErrorKind::Lake => "lake error",
+            ErrorKind::Cluster => "cluster error",
             ErrorKind::Busy => "busy",
             ErrorKind::ResourcesExhausted => "resources exhausted",
             ErrorKind::Internal => "internal error",

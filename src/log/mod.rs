@@ -17,6 +17,7 @@ pub(crate) mod batch;
 mod buffer_check;
 pub(crate) mod builder;
 pub(crate) mod compression;
+mod cursor;
 pub(crate) mod decompress;
 pub(crate) mod format;
 pub(crate) mod reader;
@@ -30,6 +31,7 @@ mod tests;
 pub use batch::{BatchIterator, ChangeTypes, LogBatch};
 pub use builder::LogBatchBuilder;
 pub use compression::ArrowCompression;
+pub(crate) use cursor::LogCursor;
 pub use format::LogMagic;
 pub use reader::{
     BucketLogReader, ChangelogBatch, LogRange, LogReadCounters, LogReadMetrics, LogReadOptions,

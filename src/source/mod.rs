@@ -8,6 +8,7 @@
 //! `RecordBatchLogReader`) can implement the same trait.
 
 pub(crate) mod bucketing;
+mod cluster;
 pub(crate) mod kv;
 pub(crate) mod layout;
 pub(crate) mod local_store;
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 use fluss::metadata::{DataLakeFormat, PartitionInfo, TableInfo, TablePath};
 use futures::stream::BoxStream;
 
+pub use cluster::{ClusterOptions, ClusterSource};
 pub use local_store::{LocalStore, LocalStoreOptions, WriteKind, WriteResult};
 pub use metadata::TableBucketOffsets;
 pub use writer::FlussWriter;

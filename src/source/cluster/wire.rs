@@ -1,0 +1,280 @@
+//! The client side of the Fluss RPC protocol for the requests this crate sends itself
+//! (FetchLog, and SASL/PLAIN's Authenticate): frames and the protobuf messages.
+//!
+//! fluss-rs 1.0 keeps its messages crate-private (`pub(crate) mod proto`) and its
+//! connection's `request` too, so a raw FetchLog (whose `records` bytes this crate
+//! decodes with its own codec: CRC checked, change types read) needs its own. Field
+//! numbers and labels are Fluss's protocol definition, `fluss-rpc/src/main/proto/
+//! FlussApi.proto` (apache/fluss `545c55390296374100d24947df4dcc58c964164d`); the
+//! framing is Java's `MessageCodec` and fluss-rs's `rpc/frame.rs` / `message/header.rs`:
+//! - request: `i32 length | i16 api_key | i16 api_version | i32 request_id | body`;
+//! - response: `i32 length | u8 type | i32 request_id | body` for type 0 (success) and
+//!   1 (error, body `ErrorResponse`); type 2 (server failure) has no request id.
+//!
+//! All integers of the frame are big-endian.
+
+use prost::Message;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// API keys of the requests sent (Java `ApiKeys`).
+pub(crate) mod api_key {
+    /// FetchLog.
+    pub const FETCH_LOG: i16 = 1015;
+    /// Authenticate (SASL).
+    pub const AUTHENTICATE: i16 = 1038;
+}
+
+/// Fluss error codes this crate tells apart (Java `Errors`).
+pub(crate) mod error_code {
+    /// The fetch offset is outside `[log start, high watermark]`.
+    pub const LOG_OFFSET_OUT_OF_RANGE: i32 = 19;
+    /// No such table or bucket on this server.
+    pub const UNKNOWN_TABLE_OR_BUCKET: i32 = 21;
+    /// This server does not lead the bucket (metadata moved).
+    pub const NOT_LEADER_OR_FOLLOWER: i32 = 22;
+}
+
+/// The largest response frame accepted (a FetchLog answer is bounded by its
+/// `max_bytes`, 16 MiB by default, plus headers).
+const MAX_FRAME: usize = 256 << 20;
+
+/// `ErrorResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct ErrorResponse {
+    #[prost(int32, required, tag = "1")]
+    pub error_code: i32,
+    #[prost(string, optional, tag = "2")]
+    pub error_message: Option<String>,
+}
+
+/// `AuthenticateRequest`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct AuthenticateRequest {
+    #[prost(string, required, tag = "1")]
+    pub protocol: String,
+    #[prost(bytes = "vec", required, tag = "2")]
+    pub token: Vec<u8>,
+}
+
+/// `AuthenticateResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct AuthenticateResponse {
+    #[prost(bytes = "vec", optional, tag = "1")]
+    pub challenge: Option<Vec<u8>>,
+}
+
+/// `FetchLogRequest` (fields 4..6 left unset: no wait, no minimum, leader reads).
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct FetchLogRequest {
+    #[prost(int32, required, tag = "1")]
+    pub follower_server_id: i32,
+    #[prost(int32, required, tag = "2")]
+    pub max_bytes: i32,
+    #[prost(message, repeated, tag = "3")]
+    pub tables_req: Vec<PbFetchLogReqForTable>,
+}
+
+/// `PbFetchLogReqForTable` (no filter predicate: statistics pruning happens here).
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct PbFetchLogReqForTable {
+    #[prost(int64, required, tag = "1")]
+    pub table_id: i64,
+    #[prost(bool, required, tag = "2")]
+    pub projection_pushdown_enabled: bool,
+    #[prost(int32, repeated, packed = "true", tag = "3")]
+    pub projected_fields: Vec<i32>,
+    #[prost(message, repeated, tag = "4")]
+    pub buckets_req: Vec<PbFetchLogReqForBucket>,
+}
+
+/// `PbFetchLogReqForBucket`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct PbFetchLogReqForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(int64, required, tag = "3")]
+    pub fetch_offset: i64,
+    #[prost(int32, required, tag = "4")]
+    pub max_fetch_bytes: i32,
+}
+
+/// `FetchLogResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct FetchLogResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub tables_resp: Vec<PbFetchLogRespForTable>,
+}
+
+/// `PbFetchLogRespForTable`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct PbFetchLogRespForTable {
+    #[prost(int64, required, tag = "1")]
+    pub table_id: i64,
+    #[prost(message, repeated, tag = "2")]
+    pub buckets_resp: Vec<PbFetchLogRespForBucket>,
+}
+
+/// `PbFetchLogRespForBucket` (field 7, `remote_log_fetch_info`, is detected by its
+/// absence of records below the log start: remote segments are not read yet).
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct PbFetchLogRespForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(int32, optional, tag = "3")]
+    pub error_code: Option<i32>,
+    #[prost(string, optional, tag = "4")]
+    pub error_message: Option<String>,
+    #[prost(int64, optional, tag = "5")]
+    pub high_watermark: Option<i64>,
+    #[prost(int64, optional, tag = "6")]
+    pub log_start_offset: Option<i64>,
+    #[prost(message, optional, tag = "7")]
+    pub remote_log_fetch_info: Option<RemoteLogFetchInfo>,
+    #[prost(bytes = "bytes", optional, tag = "8")]
+    pub records: Option<bytes::Bytes>,
+}
+
+/// `PbRemoteLogFetchInfo`, only noticed: a bucket whose range starts in tiered
+/// (remote) segments is an error until remote segments are read.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct RemoteLogFetchInfo {
+    #[prost(string, required, tag = "1")]
+    pub remote_log_tablet_dir: String,
+}
+
+/// An error answer of the server, with its Fluss error code.
+pub(crate) fn server_error(code: i32, message: Option<&str>) -> Error {
+    Error::new(
+        ErrorKind::Cluster,
+        format!(
+            "the Fluss server answered error {code}: {}",
+            message.unwrap_or("(no message)")
+        ),
+    )
+    .with_context("error_code", code)
+}
+
+/// Writes one request frame.
+pub(crate) async fn write_request<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    api_key: i16,
+    api_version: i16,
+    request_id: i32,
+    body: &impl Message,
+) -> Result<()> {
+    let body = body.encode_to_vec();
+    let mut frame = Vec::with_capacity(12 + body.len());
+    frame.extend_from_slice(&((8 + body.len()) as i32).to_be_bytes());
+    frame.extend_from_slice(&api_key.to_be_bytes());
+    frame.extend_from_slice(&api_version.to_be_bytes());
+    frame.extend_from_slice(&request_id.to_be_bytes());
+    frame.extend_from_slice(&body);
+    writer.write_all(&frame).await.map_err(connection_error)?;
+    writer.flush().await.map_err(connection_error)
+}
+
+/// Reads the response frame of `request_id` and decodes its body.
+pub(crate) async fn read_response<R: AsyncRead + Unpin, M: Message + Default>(
+    reader: &mut R,
+    request_id: i32,
+) -> Result<M> {
+    let mut length = [0u8; 4];
+    reader
+        .read_exact(&mut length)
+        .await
+        .map_err(connection_error)?;
+    let length = i32::from_be_bytes(length);
+    if length < 1 || length as usize > MAX_FRAME {
+        return Err(protocol_error(format!("response frame length {length}")));
+    }
+    let mut frame = vec![0u8; length as usize];
+    reader
+        .read_exact(&mut frame)
+        .await
+        .map_err(connection_error)?;
+    let kind = frame[0];
+    let body = match kind {
+        0 | 1 => {
+            let Some(id) = frame.get(1..5) else {
+                return Err(protocol_error("response frame too short".to_string()));
+            };
+            let id = i32::from_be_bytes([id[0], id[1], id[2], id[3]]);
+            if id != request_id {
+                return Err(protocol_error(format!(
+                    "response to request {id}, expected {request_id}"
+                )));
+            }
+            &frame[5..]
+        }
+        2 => &frame[1..],
+        other => return Err(protocol_error(format!("response type {other}"))),
+    };
+    if kind != 0 {
+        let error = ErrorResponse::decode(body)
+            .map_err(|e| protocol_error("undecodable error response".into()).with_source(e))?;
+        return Err(server_error(
+            error.error_code,
+            error.error_message.as_deref(),
+        ));
+    }
+    M::decode(body).map_err(|e| protocol_error("undecodable response".into()).with_source(e))
+}
+
+fn connection_error(e: std::io::Error) -> Error {
+    Error::new(ErrorKind::Cluster, "connection to the Fluss server failed").with_source(e)
+}
+
+fn protocol_error(message: String) -> Error {
+    Error::new(
+        ErrorKind::Cluster,
+        format!("the Fluss server broke the protocol: {message}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_request_frame_has_the_header_fluss_reads() {
+        let mut out = Vec::new();
+        let body = AuthenticateRequest {
+            protocol: "PLAIN".into(),
+            token: b"\0u\0p".to_vec(),
+        };
+        write_request(&mut out, api_key::AUTHENTICATE, 0, 7, &body)
+            .await
+            .unwrap();
+        let length = i32::from_be_bytes(out[0..4].try_into().unwrap()) as usize;
+        assert_eq!(length, out.len() - 4);
+        assert_eq!(i16::from_be_bytes([out[4], out[5]]), 1038);
+        assert_eq!(i16::from_be_bytes([out[6], out[7]]), 0);
+        assert_eq!(i32::from_be_bytes(out[8..12].try_into().unwrap()), 7);
+        assert_eq!(AuthenticateRequest::decode(&out[12..]).unwrap(), body);
+    }
+
+    #[tokio::test]
+    async fn an_error_frame_is_an_error_with_its_code() {
+        let body = ErrorResponse {
+            error_code: 19,
+            error_message: Some("out of range".into()),
+        }
+        .encode_to_vec();
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&((5 + body.len()) as i32).to_be_bytes());
+        frame.push(1);
+        frame.extend_from_slice(&3i32.to_be_bytes());
+        frame.extend_from_slice(&body);
+        let e = read_response::<_, FetchLogResponse>(&mut frame.as_slice(), 3)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Cluster);
+        assert_eq!(e.context_value("error_code"), Some("19"));
+    }
+}
