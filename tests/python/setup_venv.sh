@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotently create /work/main/.venv (repo-root/.venv) with pinned Python
-# tooling used by the interop tests (pypaimon fixtures/readers, pyiceberg, duckdb).
+# tooling used by the interop tests (pypaimon fixtures/readers, pyiceberg, duckdb, and
+# pyfluss, the official Fluss Python client, against crates/fluss-test-support's server).
 # Prints the venv python path on the last line of stdout.
 set -euo pipefail
 
@@ -14,19 +15,33 @@ PKGS=(
   "pyarrow==19.0.1"
   "pyiceberg[sql-sqlite]==0.12.0"
   "duckdb==1.4.4"
+  # the official Apache Fluss Python client (module `fluss`); needs pandas>=2.3.1, pyarrow>=10
+  "pyfluss==1.0.0"
 )
 
 if [ ! -x "$PY" ]; then
   python3 -m venv "$VENV" >&2
 fi
 
-# Skip pip entirely when every pin is already satisfied.
-need_install=0
-for spec in "${PKGS[@]}"; do
-  name="${spec%%==*}"; name="${name%%[*}"; ver="${spec##*==}"
-  have="$( ("$PY" -m pip show "$name" 2>/dev/null || true) | sed -n 's/^Version: //p')"
-  if [ "$have" != "$ver" ]; then need_install=1; break; fi
-done
+# Skip pip entirely when every pin is already satisfied (one interpreter start, not one
+# `pip show` per package).
+need_install="$("$PY" - "${PKGS[@]}" <<'EOF' || echo 1
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+for spec in sys.argv[1:]:
+    name, _, want = spec.partition("==")
+    try:
+        have = version(name.split("[")[0])
+    except PackageNotFoundError:
+        have = None
+    if have != want:
+        print(1)
+        break
+else:
+    print(0)
+EOF
+)"
 
 if [ "$need_install" = 1 ]; then
   "$PY" -m pip install --quiet --disable-pip-version-check "${PKGS[@]}" >&2

@@ -9,6 +9,7 @@
 //! * [`model`]: the [`model::ClusterModel`] trait the server reads everything from.
 //! * [`log`]: log batch indexing, slicing at batch boundaries, column projection.
 //! * [`memory`]: an in-memory `ClusterModel`.
+//! * [`local_store`]: a `ClusterModel` holding everything a library `LocalStore` holds.
 //! * [`server`]: the server itself.
 //!
 //! ```no_run
@@ -29,6 +30,7 @@
 
 pub mod errors;
 pub mod frame;
+pub mod local_store;
 pub mod log;
 pub mod memory;
 pub mod model;

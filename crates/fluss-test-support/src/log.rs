@@ -173,6 +173,34 @@ impl ServedLog {
         }
     }
 
+    /// The same log cut before `offset`: the batches whose offsets all lie below it (a
+    /// high watermark below the end of the stored batches hides the rest, as a tablet
+    /// server hides uncommitted batches). Fails if a batch holds offsets on both sides.
+    pub fn truncated_before(&self, offset: i64) -> Result<Self, LogError> {
+        let kept = self.batches.partition_point(|b| b.last_offset < offset);
+        if let Some(b) = self.batches.get(kept)
+            && b.base_offset < offset
+        {
+            return Err(LogError(format!(
+                "offset {offset} lies inside the batch of offsets {}..={}",
+                b.base_offset, b.last_offset
+            )));
+        }
+        if kept == self.batches.len() {
+            return Ok(self.clone());
+        }
+        let end = self.batches.get(kept).map_or(0, |b| b.position);
+        let batches: Arc<[BatchInfo]> = self.batches[..kept].into();
+        Ok(Self {
+            records: self.records.slice(..end),
+            high_watermark: batches
+                .last()
+                .map_or(self.log_start_offset, |b| b.last_offset + 1),
+            batches,
+            log_start_offset: self.log_start_offset,
+        })
+    }
+
     /// The first offset of the log.
     pub fn log_start_offset(&self) -> i64 {
         self.log_start_offset
@@ -236,6 +264,30 @@ impl ServedLog {
             }
         }
         Ok(out)
+    }
+}
+
+/// The length of the longest prefix of `records` that holds only whole batches, stopping
+/// at a torn tail: a last batch cut short (a crash mid-append), whose header or body ends
+/// before its length says. Anything else wrong (a negative length, say) is not a tear; the
+/// whole length is returned so that [`ServedLog::new`] reports it.
+pub fn complete_batches_len(records: &[u8]) -> usize {
+    let mut position = 0;
+    loop {
+        let rest = &records[position..];
+        if rest.is_empty() {
+            return position;
+        }
+        let Some(length) = read_i32(rest, LENGTH_OFFSET) else {
+            return position;
+        };
+        let Ok(length) = usize::try_from(length) else {
+            return records.len();
+        };
+        match length.checked_add(LOG_OVERHEAD) {
+            Some(size) if size <= rest.len() => position += size,
+            _ => return position,
+        }
     }
 }
 
@@ -605,6 +657,34 @@ mod tests {
         assert_eq!(log.read(5, 1000, false, None).unwrap().len(), 48 + 56);
         let empty = ServedLog::empty(3);
         assert_eq!((empty.log_start_offset(), empty.high_watermark()), (3, 3));
+    }
+
+    #[test]
+    fn torn_tails_and_truncation() {
+        let mut log = empty_batch(0, 1, 0);
+        log.extend(empty_batch(2, 0, 2));
+        let whole = log.len();
+        assert_eq!(complete_batches_len(&log), whole);
+        for cut in [1, 11, 12, 20, 55] {
+            assert_eq!(complete_batches_len(&log[..whole - cut]), 48, "cut {cut}");
+        }
+        assert_eq!(complete_batches_len(&log[..5]), 0);
+        let mut negative = log.clone();
+        negative[48 + 8..48 + 12].copy_from_slice(&(-1i32).to_le_bytes());
+        assert_eq!(complete_batches_len(&negative), negative.len());
+
+        let served = ServedLog::new(log).unwrap();
+        let first = served.truncated_before(2).unwrap();
+        assert_eq!((first.log_start_offset(), first.high_watermark()), (0, 2));
+        assert_eq!(first.records().len(), 48);
+        assert_eq!(served.truncated_before(3).unwrap().records().len(), whole);
+        assert!(
+            served.truncated_before(1).is_err(),
+            "inside the first batch"
+        );
+        let none = served.truncated_before(0).unwrap();
+        assert_eq!((none.log_start_offset(), none.high_watermark()), (0, 0));
+        assert_eq!(none.batch_count(), 0);
     }
 
     #[test]
