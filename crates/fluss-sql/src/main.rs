@@ -1,10 +1,11 @@
-//! `fluss-sql`: an interactive SQL shell (and script runner) over a LocalStore, with
-//! union read of Fluss tables through DataFusion.
+//! `fluss-sql`: an interactive SQL shell (and script runner) over a LocalStore or a
+//! live Fluss cluster, with union read of Fluss tables through DataFusion.
 //!
 //! ```text
 //! fluss-sql --demo                                  # demo dataset + shell
 //! fluss-sql --store ./data -c "SELECT ..." --format csv
 //! fluss-sql -f script.sql -q
+//! fluss-sql --bootstrap-servers host:9123 --lake-option s3.endpoint=http://...
 //! ```
 
 /// mimalloc, as datafusion-cli: glibc malloc's cost shows in DataFusion's many small
@@ -25,7 +26,7 @@ mod print;
 use clap::Parser;
 use demo::{DEMO_DATABASE, SUGGESTED_QUERIES, create_demo};
 use fluss_datafusion::error::{Error, Result};
-use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::source::{ClusterOptions, ClusterSource, FlussSource, LocalStore};
 use fluss_datafusion::sql::{
     FlussSession, SessionOptions, StatementResult, describe_table, is_complete, list_tables,
     one_line, parse_object_name, split_statements,
@@ -84,6 +85,47 @@ struct Args {
     /// Lake format of the demo's `orders` table: paimon or iceberg.
     #[arg(long, default_value = "paimon")]
     demo_orders_lake: String,
+    /// Query a live Fluss cluster (`host:port[,host:port]`) instead of a LocalStore.
+    #[arg(long)]
+    bootstrap_servers: Option<String>,
+    /// SASL/PLAIN user for the cluster (or `FLUSS_SASL_USERNAME`).
+    #[arg(long)]
+    sasl_username: Option<String>,
+    /// SASL/PLAIN password (better: `FLUSS_SASL_PASSWORD`, which no process list shows).
+    #[arg(long)]
+    sasl_password: Option<String>,
+    /// A lake catalog or storage option for every table, `key=value` (repeatable),
+    /// e.g. `s3.endpoint=http://127.0.0.1:9000`.
+    #[arg(long = "lake-option", value_parser = parse_key_value)]
+    lake_option: Vec<(String, String)>,
+}
+
+fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!(
+            "'{}' is not key=value",
+            s.split('=').next().unwrap_or(s)
+        )),
+    }
+}
+
+/// The cluster options of the command line and the `FLUSS_SASL_*` environment.
+fn cluster_options(args: &Args, bootstrap_servers: &str) -> ClusterOptions {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    ClusterOptions {
+        bootstrap_servers: bootstrap_servers.to_string(),
+        sasl_username: args
+            .sasl_username
+            .clone()
+            .or_else(|| env("FLUSS_SASL_USERNAME")),
+        sasl_password: args
+            .sasl_password
+            .clone()
+            .or_else(|| env("FLUSS_SASL_PASSWORD")),
+        lake_options: args.lake_option.iter().cloned().collect(),
+        max_fetch_bytes: None,
+    }
 }
 
 /// A row limit for the table format.
@@ -642,10 +684,25 @@ fn run(args: Args) -> Result<ExitCode> {
         target_partitions: args.target_partitions,
         memory_limit: args.memory_limit,
     };
+    if args.bootstrap_servers.is_some() && args.demo {
+        return Err(Error::invalid_input(
+            "--demo creates its dataset in a LocalStore (--store), not on a cluster",
+        ));
+    }
     let store_location = args.store.clone();
+    let cluster = args
+        .bootstrap_servers
+        .as_deref()
+        .map(|servers| cluster_options(&args, servers));
     let (store, session) = runtime.block_on(async move {
-        let store = Arc::new(LocalStore::open(&store_location).await?);
-        let session = FlussSession::with_options(store.clone(), options).await?;
+        let (store, source): (Option<Arc<LocalStore>>, Arc<dyn FlussSource>) = match cluster {
+            Some(options) => (None, Arc::new(ClusterSource::connect(options).await?)),
+            None => {
+                let store = Arc::new(LocalStore::open(&store_location).await?);
+                (Some(store.clone()), store)
+            }
+        };
+        let session = FlussSession::with_options(source, options).await?;
         Ok::<_, Error>((store, session))
     })?;
     let scripted = !args.command.is_empty() || !args.file.is_empty();
@@ -668,7 +725,7 @@ fn run(args: Args) -> Result<ExitCode> {
         spinner: std::io::stderr().is_terminal(),
         interactive: interactive_mode,
     };
-    if args.demo {
+    if let (true, Some(store)) = (args.demo, store) {
         let start = Instant::now();
         let session = shell.session.clone();
         let scale = args.demo_scale;

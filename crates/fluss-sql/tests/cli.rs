@@ -399,3 +399,81 @@ fn a_deeply_nested_expression_is_answered_or_refused_never_a_crash() {
     let line = assert_one_line_error(&r);
     assert!(line.contains("levels deep"), "{line}");
 }
+
+/// `--bootstrap-servers`: the shell on a cluster (the Fluss RPC test server serving
+/// `small_store`, with SASL/PLAIN) answers as on the store itself; `\d` describes a
+/// table from the cluster's offsets; writes and tiering are refused with a one-line
+/// error; the password (given through `FLUSS_SASL_PASSWORD`) is never printed, and a
+/// wrong one fails the run.
+#[test]
+fn a_cluster_answers_as_the_store_does() {
+    let dir = small_store();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let server = runtime.block_on(async {
+        let store = fluss_datafusion::LocalStore::open(dir.path().to_str().unwrap())
+            .await
+            .unwrap();
+        let model = fluss_test_support::local_store::load_local_store(&store)
+            .await
+            .unwrap();
+        fluss_test_support::server::TestServer::start(
+            std::sync::Arc::new(model),
+            fluss_test_support::server::ServerConfig::with_sasl_plain("bob", "pw-123"),
+        )
+        .await
+        .unwrap()
+    });
+    let servers = server.bootstrap_servers();
+    let cluster = |password: &str, args: &[&str]| {
+        let output = Command::new(BIN)
+            .args(["--bootstrap-servers", &servers, "--sasl-username", "bob"])
+            .args(args)
+            .env("FLUSS_SASL_PASSWORD", password)
+            .env("FLUSS_SQL_HISTORY", dir.path().join("history"))
+            .output()
+            .expect("the binary runs");
+        Run {
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            ok: output.status.success(),
+        }
+    };
+    for query in [
+        "SELECT * FROM items ORDER BY id",
+        "SELECT * FROM events ORDER BY id",
+        "SELECT count(*) AS n FROM \"items$lake\"",
+        "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind",
+    ] {
+        let got = cluster("pw-123", &["-q", "--format", "csv", "-c", query]);
+        assert!(got.ok, "{query}: {}", got.stderr);
+        let want = run(dir.path(), &["-q", "--format", "csv", "-c", query]);
+        assert_eq!(got.stdout, want.stdout, "{query}");
+    }
+    let described = cluster("pw-123", &["-q", "-c", "\\d items"]);
+    assert!(described.ok, "{}", described.stderr);
+    assert!(described.stdout.contains("bucket"), "{}", described.stdout);
+
+    for statement in [
+        "CALL fluss.tier('items')",
+        "INSERT INTO items VALUES (9, 'x', 1.00)",
+    ] {
+        let refused = cluster("pw-123", &["-q", "-c", statement]);
+        assert!(!refused.ok, "{statement} ran on a cluster");
+        let error = assert_one_line_error(&refused);
+        assert!(!error.contains("internal"), "{statement}: {error}");
+    }
+    let wrong = cluster("wrong-pw-9", &["-q", "-c", "SELECT * FROM items"]);
+    assert!(!wrong.ok);
+    for output in [
+        &wrong.stdout,
+        &wrong.stderr,
+        &described.stdout,
+        &described.stderr,
+    ] {
+        assert!(
+            !output.contains("pw-123") && !output.contains("wrong-pw-9"),
+            "{output}"
+        );
+    }
+    drop(server);
+}
