@@ -22,6 +22,8 @@ use async_trait::async_trait;
 use fluss::metadata::{DataLakeFormat, PartitionInfo, TableInfo, TablePath};
 use futures::stream::BoxStream;
 
+#[doc(hidden)]
+pub use cluster::wire as cluster_wire;
 pub use cluster::{ClusterOptions, ClusterSource};
 pub use local_store::{LocalStore, LocalStoreOptions, WriteKind, WriteResult};
 pub use metadata::TableBucketOffsets;

@@ -16,14 +16,13 @@
 // Fields are named exactly as in FlussApi.proto, which documents them.
 #![allow(missing_docs)]
 
-/// `ErrorResponse`: the body of an `ERROR_RESPONSE` / `SERVER_FAILURE` frame.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ErrorResponse {
-    #[prost(int32, required, tag = "1")]
-    pub error_code: i32,
-    #[prost(string, optional, tag = "2")]
-    pub error_message: Option<String>,
-}
+// The messages the library's cluster source sends (FetchLog, Authenticate) and the
+// error body are the library's own definitions, shared so client and server cannot
+// drift apart.
+pub use fluss_datafusion::source::cluster_wire::{
+    AuthenticateRequest, AuthenticateResponse, ErrorResponse, FetchLogRequest, FetchLogResponse,
+    PbFetchLogReqForBucket, PbFetchLogReqForTable, PbFetchLogRespForBucket, PbFetchLogRespForTable,
+};
 
 // ---- ApiVersions (1000) ---------------------------------------------------------------------
 
@@ -54,24 +53,6 @@ pub struct PbApiVersion {
     pub min_version: i32,
     #[prost(int32, required, tag = "3")]
     pub max_version: i32,
-}
-
-// ---- Authenticate (1038) --------------------------------------------------------------------
-
-/// `AuthenticateRequest` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct AuthenticateRequest {
-    #[prost(string, required, tag = "1")]
-    pub protocol: String,
-    #[prost(bytes = "vec", required, tag = "2")]
-    pub token: Vec<u8>,
-}
-
-/// `AuthenticateResponse` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct AuthenticateResponse {
-    #[prost(bytes = "vec", optional, tag = "1")]
-    pub challenge: Option<Vec<u8>>,
 }
 
 // ---- common ---------------------------------------------------------------------------------
@@ -407,87 +388,4 @@ pub struct PbListOffsetsRespForBucket {
     pub error_message: Option<String>,
     #[prost(int64, optional, tag = "4")]
     pub offset: Option<i64>,
-}
-
-// ---- FetchLog (1015) ------------------------------------------------------------------------
-
-/// `FetchLogRequest` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct FetchLogRequest {
-    #[prost(int32, required, tag = "1")]
-    pub follower_server_id: i32,
-    #[prost(int32, required, tag = "2")]
-    pub max_bytes: i32,
-    #[prost(message, repeated, tag = "3")]
-    pub tables_req: Vec<PbFetchLogReqForTable>,
-    #[prost(int32, optional, tag = "4")]
-    pub max_wait_ms: Option<i32>,
-    #[prost(int32, optional, tag = "5")]
-    pub min_bytes: Option<i32>,
-    #[prost(int32, optional, tag = "6")]
-    pub read_preference: Option<i32>,
-}
-
-/// Fields 5 (`filter_predicate`) and 6 (`filter_schema_id`) are not modelled: this server does
-/// not filter, and prost skips them when decoding.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct PbFetchLogReqForTable {
-    #[prost(int64, required, tag = "1")]
-    pub table_id: i64,
-    #[prost(bool, required, tag = "2")]
-    pub projection_pushdown_enabled: bool,
-    #[prost(int32, repeated, packed = "true", tag = "3")]
-    pub projected_fields: Vec<i32>,
-    #[prost(message, repeated, tag = "4")]
-    pub buckets_req: Vec<PbFetchLogReqForBucket>,
-}
-
-/// `PbFetchLogReqForBucket` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct PbFetchLogReqForBucket {
-    #[prost(int64, optional, tag = "1")]
-    pub partition_id: Option<i64>,
-    #[prost(int32, required, tag = "2")]
-    pub bucket_id: i32,
-    #[prost(int64, required, tag = "3")]
-    pub fetch_offset: i64,
-    #[prost(int32, required, tag = "4")]
-    pub max_fetch_bytes: i32,
-}
-
-/// `FetchLogResponse` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct FetchLogResponse {
-    #[prost(message, repeated, tag = "1")]
-    pub tables_resp: Vec<PbFetchLogRespForTable>,
-}
-
-/// `PbFetchLogRespForTable` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct PbFetchLogRespForTable {
-    #[prost(int64, required, tag = "1")]
-    pub table_id: i64,
-    #[prost(message, repeated, tag = "2")]
-    pub buckets_resp: Vec<PbFetchLogRespForBucket>,
-}
-
-/// Field 7 (`remote_log_fetch_info`) is not modelled: everything is served from "local" log.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct PbFetchLogRespForBucket {
-    #[prost(int64, optional, tag = "1")]
-    pub partition_id: Option<i64>,
-    #[prost(int32, required, tag = "2")]
-    pub bucket_id: i32,
-    #[prost(int32, optional, tag = "3")]
-    pub error_code: Option<i32>,
-    #[prost(string, optional, tag = "4")]
-    pub error_message: Option<String>,
-    #[prost(int64, optional, tag = "5")]
-    pub high_watermark: Option<i64>,
-    #[prost(int64, optional, tag = "6")]
-    pub log_start_offset: Option<i64>,
-    #[prost(bytes = "vec", optional, tag = "8")]
-    pub records: Option<Vec<u8>>,
-    #[prost(int64, optional, tag = "9")]
-    pub filtered_end_offset: Option<i64>,
 }

@@ -701,6 +701,7 @@ impl Connection {
                     error_message: None,
                     high_watermark: None,
                     log_start_offset: None,
+                    remote_log_fetch_info: None,
                     records: None,
                     filtered_end_offset: None,
                 };
@@ -746,7 +747,7 @@ impl Connection {
                         remaining = remaining.saturating_sub(records.len());
                         resp.high_watermark = Some(log.high_watermark());
                         resp.log_start_offset = Some(log.log_start_offset());
-                        resp.records = Some(records);
+                        resp.records = Some(records.into());
                     }
                     Err(e) => {
                         resp.error_code = Some(e.code);

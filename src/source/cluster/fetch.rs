@@ -161,6 +161,9 @@ impl BucketFetchReader {
             // -1: a client, not a follower replica.
             follower_server_id: -1,
             max_bytes: self.fetch.max_fetch_bytes,
+            max_wait_ms: None,
+            min_bytes: None,
+            read_preference: None,
             tables_req: vec![wire::PbFetchLogReqForTable {
                 table_id: self.fetch.table_id,
                 projection_pushdown_enabled: false,

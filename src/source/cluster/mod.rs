@@ -19,7 +19,7 @@
 //! ```
 
 mod fetch;
-mod wire;
+pub mod wire;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

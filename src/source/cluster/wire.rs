@@ -12,6 +12,12 @@
 //!   1 (error, body `ErrorResponse`); type 2 (server failure) has no request id.
 //!
 //! All integers of the frame are big-endian.
+//!
+//! Hidden from the docs but public: the repository's Fluss RPC test server
+//! (`crates/fluss-test-support`) serves these same messages.
+
+// Fields are named exactly as in FlussApi.proto, which documents them.
+#![allow(missing_docs)]
 
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -19,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::error::{Error, ErrorKind, Result};
 
 /// API keys of the requests sent (Java `ApiKeys`).
-pub(crate) mod api_key {
+pub mod api_key {
     /// FetchLog.
     pub const FETCH_LOG: i16 = 1015;
     /// Authenticate (SASL).
@@ -27,7 +33,7 @@ pub(crate) mod api_key {
 }
 
 /// Fluss error codes this crate tells apart (Java `Errors`).
-pub(crate) mod error_code {
+pub mod error_code {
     /// The fetch offset is outside `[log start, high watermark]`.
     pub const LOG_OFFSET_OUT_OF_RANGE: i32 = 19;
     /// No such table or bucket on this server.
@@ -42,7 +48,7 @@ const MAX_FRAME: usize = 256 << 20;
 
 /// `ErrorResponse`.
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct ErrorResponse {
+pub struct ErrorResponse {
     #[prost(int32, required, tag = "1")]
     pub error_code: i32,
     #[prost(string, optional, tag = "2")]
@@ -51,7 +57,7 @@ pub(crate) struct ErrorResponse {
 
 /// `AuthenticateRequest`.
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct AuthenticateRequest {
+pub struct AuthenticateRequest {
     #[prost(string, required, tag = "1")]
     pub protocol: String,
     #[prost(bytes = "vec", required, tag = "2")]
@@ -60,25 +66,33 @@ pub(crate) struct AuthenticateRequest {
 
 /// `AuthenticateResponse`.
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct AuthenticateResponse {
+pub struct AuthenticateResponse {
     #[prost(bytes = "vec", optional, tag = "1")]
     pub challenge: Option<Vec<u8>>,
 }
 
-/// `FetchLogRequest` (fields 4..6 left unset: no wait, no minimum, leader reads).
+/// `FetchLogRequest` (this crate leaves fields 4..6 unset: no wait, no minimum,
+/// leader reads).
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct FetchLogRequest {
+pub struct FetchLogRequest {
     #[prost(int32, required, tag = "1")]
     pub follower_server_id: i32,
     #[prost(int32, required, tag = "2")]
     pub max_bytes: i32,
     #[prost(message, repeated, tag = "3")]
     pub tables_req: Vec<PbFetchLogReqForTable>,
+    #[prost(int32, optional, tag = "4")]
+    pub max_wait_ms: Option<i32>,
+    #[prost(int32, optional, tag = "5")]
+    pub min_bytes: Option<i32>,
+    #[prost(int32, optional, tag = "6")]
+    pub read_preference: Option<i32>,
 }
 
-/// `PbFetchLogReqForTable` (no filter predicate: statistics pruning happens here).
+/// `PbFetchLogReqForTable` (fields 5 and 6, the filter predicate and its schema id,
+/// are not modelled: this crate prunes by statistics itself; prost skips them).
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct PbFetchLogReqForTable {
+pub struct PbFetchLogReqForTable {
     #[prost(int64, required, tag = "1")]
     pub table_id: i64,
     #[prost(bool, required, tag = "2")]
@@ -91,7 +105,7 @@ pub(crate) struct PbFetchLogReqForTable {
 
 /// `PbFetchLogReqForBucket`.
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct PbFetchLogReqForBucket {
+pub struct PbFetchLogReqForBucket {
     #[prost(int64, optional, tag = "1")]
     pub partition_id: Option<i64>,
     #[prost(int32, required, tag = "2")]
@@ -104,14 +118,14 @@ pub(crate) struct PbFetchLogReqForBucket {
 
 /// `FetchLogResponse`.
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct FetchLogResponse {
+pub struct FetchLogResponse {
     #[prost(message, repeated, tag = "1")]
     pub tables_resp: Vec<PbFetchLogRespForTable>,
 }
 
 /// `PbFetchLogRespForTable`.
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct PbFetchLogRespForTable {
+pub struct PbFetchLogRespForTable {
     #[prost(int64, required, tag = "1")]
     pub table_id: i64,
     #[prost(message, repeated, tag = "2")]
@@ -121,7 +135,7 @@ pub(crate) struct PbFetchLogRespForTable {
 /// `PbFetchLogRespForBucket` (field 7, `remote_log_fetch_info`, is detected by its
 /// absence of records below the log start: remote segments are not read yet).
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct PbFetchLogRespForBucket {
+pub struct PbFetchLogRespForBucket {
     #[prost(int64, optional, tag = "1")]
     pub partition_id: Option<i64>,
     #[prost(int32, required, tag = "2")]
@@ -138,12 +152,14 @@ pub(crate) struct PbFetchLogRespForBucket {
     pub remote_log_fetch_info: Option<RemoteLogFetchInfo>,
     #[prost(bytes = "bytes", optional, tag = "8")]
     pub records: Option<bytes::Bytes>,
+    #[prost(int64, optional, tag = "9")]
+    pub filtered_end_offset: Option<i64>,
 }
 
 /// `PbRemoteLogFetchInfo`, only noticed: a bucket whose range starts in tiered
 /// (remote) segments is an error until remote segments are read.
 #[derive(Clone, PartialEq, Message)]
-pub(crate) struct RemoteLogFetchInfo {
+pub struct RemoteLogFetchInfo {
     #[prost(string, required, tag = "1")]
     pub remote_log_tablet_dir: String,
 }
