@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
+use fluss_datafusion::log::BatchIterator;
 use fluss_datafusion::source::{ClusterOptions, ClusterSource, FlussSource};
 use fluss_datafusion::sql::FlussSession;
 use fluss_datafusion::{ErrorKind, LocalStore};
 use fluss_test_support::local_store::load_local_store;
+use fluss_test_support::model::{ClusterModel, ServedLog};
 use fluss_test_support::server::{ServerConfig, TestServer};
 
 /// A store with a tiered log table and a tiered primary-key table, each with a tail
@@ -185,4 +187,100 @@ async fn sasl_plain_authenticates_and_a_wrong_password_is_never_shown() {
         },
     };
     assert!(!error.contains("wrong-pw"), "{error}");
+}
+
+/// EXPLAIN on a cluster shows the cut it read from (snapshot, per-bucket ranges) and
+/// no credentials; COPY backfills a union table to parquet as on a LocalStore.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_and_copy_work_on_a_cluster() {
+    let (dir, store) = store().await;
+    let server = serve(&store, ServerConfig::with_sasl_plain("alice", "pw-77")).await;
+    let source = ClusterSource::connect(ClusterOptions {
+        sasl_username: Some("alice".into()),
+        sasl_password: Some("pw-77".into()),
+        ..options(&server)
+    })
+    .await
+    .unwrap();
+    let remote = FlussSession::new(Arc::new(source)).await.unwrap();
+    let plan = render(
+        &remote
+            .execute("EXPLAIN SELECT * FROM db.kv WHERE id = 1")
+            .await
+            .unwrap(),
+    );
+    assert!(plan.contains("lake_snapshot"), "{plan}");
+    assert!(!plan.contains("pw-77"), "{plan}");
+    let out = dir.path().join("kv.parquet");
+    remote
+        .execute(&format!(
+            "COPY (SELECT * FROM db.kv) TO '{}' STORED AS PARQUET",
+            out.display()
+        ))
+        .await
+        .unwrap();
+    let back = render(
+        &remote
+            .execute(&format!(
+                "SELECT id, v FROM '{}' ORDER BY id",
+                out.display()
+            ))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(back, "| 1 | x2 |\n| 3 | z |\n| 4 | w |\n");
+}
+
+/// Retention on the cluster removed log offsets the lake snapshot does not hold (the
+/// log of bucket 0 now starts past its tiered offset): the union read is an error
+/// naming the table, the bucket and the missing offsets, never fewer rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_that_no_longer_covers_the_tiered_offset_is_an_error() {
+    let (_dir, store) = store().await;
+    let mut model = load_local_store(&store).await.unwrap();
+    let table = model.table("db", "logs").unwrap();
+    let snapshot = model.lake_snapshots(table.table_id).pop().unwrap();
+    let tiered = snapshot
+        .buckets
+        .iter()
+        .find(|b| b.bucket == 0)
+        .map(|b| b.log_offset)
+        .unwrap();
+    let log = model.log(table.table_id, None, 0).unwrap();
+    assert!(log.high_watermark() > tiered, "bucket 0 needs a tail");
+    // drop the first batch of the tail: the log now starts past the tiered offset
+    let mut batches = BatchIterator::new(log.records().clone());
+    let mut cut = 0;
+    for batch in batches.by_ref() {
+        let batch = batch.unwrap();
+        cut += batch.size_in_bytes();
+        if batch.next_offset() > tiered {
+            break;
+        }
+    }
+    let retained = if cut == log.records().len() {
+        ServedLog::empty(log.high_watermark())
+    } else {
+        ServedLog::new(log.records().slice(cut..)).unwrap()
+    };
+    assert!(retained.log_start_offset() > tiered);
+    model.add_log(table.table_id, None, 0, retained);
+    let server = TestServer::start(Arc::new(model), ServerConfig::default())
+        .await
+        .unwrap();
+    let source = ClusterSource::connect(options(&server)).await.unwrap();
+    let remote = FlussSession::new(Arc::new(source)).await.unwrap();
+    let error = match remote.execute("SELECT * FROM db.logs").await {
+        Err(e) => e.to_string(),
+        Ok(b) => panic!(
+            "a read with missing offsets gave {} rows",
+            render(&b).lines().count()
+        ),
+    };
+    assert!(
+        error.contains("neither in the lake snapshot nor in the log"),
+        "{error}"
+    );
+    assert!(error.contains("bucket: 0"), "{error}");
+    assert!(error.contains("db.logs"), "{error}");
 }
