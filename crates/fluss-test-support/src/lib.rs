@@ -33,6 +33,7 @@ pub mod frame;
 pub mod local_store;
 pub mod log;
 pub mod memory;
+pub mod mirror;
 pub mod model;
 pub mod proto;
 pub mod server;

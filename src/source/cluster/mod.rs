@@ -73,11 +73,28 @@ impl fmt::Debug for ClusterOptions {
 }
 
 /// A Fluss cluster read through its RPC protocol.
+///
+/// Every client call runs on the source's own runtime: fluss-rs spawns each
+/// connection's reader task where the connection is first made, and DataFusion's
+/// synchronous catalog methods reach the source through a short-lived runtime
+/// (`provider/blocking.rs`) whose tasks die with it; a connection made there would
+/// hang every later request on it.
 pub struct ClusterSource {
     options: ClusterOptions,
-    connection: FlussConnection,
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+    connection: Arc<FlussConnection>,
     admin: Arc<FlussAdmin>,
-    tablets: tokio::sync::Mutex<HashMap<String, Arc<TabletConnection>>>,
+    tablets: Arc<tokio::sync::Mutex<HashMap<String, Arc<TabletConnection>>>>,
+}
+
+impl Drop for ClusterSource {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which async code may not; let it wind down.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl fmt::Debug for ClusterSource {
@@ -111,6 +128,15 @@ fn client_error(what: &str) -> impl FnOnce(fluss::error::Error) -> Error + '_ {
 impl ClusterSource {
     /// Connects to the cluster at `options.bootstrap_servers`.
     pub async fn connect(options: ClusterOptions) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("fluss-cluster-client")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                Error::internal("cannot start the cluster client's runtime").with_source(e)
+            })?;
+        let handle = runtime.handle().clone();
         let mut config = Config {
             bootstrap_servers: options.bootstrap_servers.clone(),
             ..Default::default()
@@ -121,19 +147,45 @@ impl ClusterSource {
             config.security_sasl_username = user.clone();
             config.security_sasl_password = password.clone();
         }
-        let connection = FlussConnection::new(config).await.map_err(|e| {
-            client_error("cannot connect to the Fluss cluster")(e)
-                .with_context("bootstrap_servers", &options.bootstrap_servers)
-        })?;
-        let admin = connection
-            .get_admin()
-            .map_err(client_error("cannot reach the Fluss coordinator"))?;
+        let connected = handle
+            .spawn(async move {
+                let connection = FlussConnection::new(config).await?;
+                let admin = connection.get_admin()?;
+                Ok::<_, fluss::error::Error>((connection, admin))
+            })
+            .await;
+        let (connection, admin) = match connected {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                let e = client_error("cannot connect to the Fluss cluster")(e)
+                    .with_context("bootstrap_servers", &options.bootstrap_servers);
+                runtime.shutdown_background();
+                return Err(e);
+            }
+            Err(e) => {
+                runtime.shutdown_background();
+                return Err(Error::internal("the cluster client's task failed").with_source(e));
+            }
+        };
         Ok(Self {
             options,
-            connection,
+            runtime: Some(runtime),
+            handle,
+            connection: Arc::new(connection),
             admin,
             tablets: Default::default(),
         })
+    }
+
+    /// Runs `call` on the source's runtime (see [`ClusterSource`]).
+    async fn on_client<T: Send + 'static>(
+        &self,
+        call: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> Result<T> {
+        self.handle
+            .spawn(call)
+            .await
+            .map_err(|e| Error::internal("the cluster client's task failed").with_source(e))
     }
 
     fn credentials(&self) -> Option<PlainCredentials> {
@@ -154,11 +206,11 @@ impl ClusterSource {
     ) -> Result<Arc<TabletConnection>> {
         let table_bucket =
             TableBucket::new_with_partition(table.table_id(), bucket.partition_id(), bucket.bucket);
+        let metadata = self.connection.get_metadata();
+        let path = table.path.clone();
         let leader = self
-            .connection
-            .get_metadata()
-            .leader_for(&table.path, &table_bucket)
-            .await
+            .on_client(async move { metadata.leader_for(&path, &table_bucket).await })
+            .await?
             .map_err(client_error("cannot find the bucket's leader"))?
             .ok_or_else(|| {
                 Error::new(ErrorKind::Cluster, "the bucket has no leader")
@@ -166,14 +218,19 @@ impl ClusterSource {
                     .with_context("bucket", bucket.bucket)
             })?;
         let address = leader.url();
-        let mut tablets = self.tablets.lock().await;
-        if let Some(c) = tablets.get(&address) {
-            return Ok(c.clone());
-        }
-        let connection =
-            Arc::new(TabletConnection::connect(&address, self.credentials().as_ref()).await?);
-        tablets.insert(address, connection.clone());
-        Ok(connection)
+        let tablets = self.tablets.clone();
+        let credentials = self.credentials();
+        self.on_client(async move {
+            let mut tablets = tablets.lock().await;
+            if let Some(c) = tablets.get(&address) {
+                return Ok(c.clone());
+            }
+            let connection =
+                Arc::new(TabletConnection::connect(&address, credentials.as_ref()).await?);
+            tablets.insert(address, connection.clone());
+            Ok(connection)
+        })
+        .await?
     }
 
     /// Offsets of `spec` for the buckets of one partition (or of the table).
@@ -184,14 +241,20 @@ impl ClusterSource {
         buckets: &[i32],
         spec: OffsetSpec,
     ) -> Result<HashMap<i32, i64>> {
-        let result = match partition {
-            None => self.admin.list_offsets(&table.path, buckets, spec).await,
-            Some(name) => {
-                self.admin
-                    .list_partition_offsets(&table.path, name, buckets, spec)
-                    .await
-            }
-        };
+        let (admin, path, buckets) = (self.admin.clone(), table.path.clone(), buckets.to_vec());
+        let partition = partition.map(str::to_string);
+        let result = self
+            .on_client(async move {
+                match partition {
+                    None => admin.list_offsets(&path, &buckets, spec).await,
+                    Some(name) => {
+                        admin
+                            .list_partition_offsets(&path, &name, &buckets, spec)
+                            .await
+                    }
+                }
+            })
+            .await?;
         result.map_err(|e| {
             client_error("cannot list the table's offsets")(e)
                 .with_context("table", table.path.to_string())
@@ -206,25 +269,25 @@ impl FlussSource for ClusterSource {
     }
 
     async fn list_databases(&self) -> Result<Vec<String>> {
-        self.admin
-            .list_databases()
-            .await
+        let admin = self.admin.clone();
+        self.on_client(async move { admin.list_databases().await })
+            .await?
             .map_err(client_error("cannot list databases"))
     }
 
     async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
-        self.admin
-            .list_tables(database)
-            .await
+        let (admin, name) = (self.admin.clone(), database.to_string());
+        self.on_client(async move { admin.list_tables(&name).await })
+            .await?
             .map_err(|e| client_error("cannot list tables")(e).with_context("database", database))
     }
 
     async fn get_table(&self, path: &TablePath) -> Result<FlussTable> {
         let context = |e: Error| e.with_context("table", path.to_string());
+        let (admin, owned) = (self.admin.clone(), path.clone());
         let info = self
-            .admin
-            .get_table_info(path)
-            .await
+            .on_client(async move { admin.get_table_info(&owned).await })
+            .await?
             .map_err(|e| context(client_error("cannot load the table")(e)))?;
         // Every schema a batch may carry: ids run from 1 to the latest.
         let mut history = SchemaHistory::default();
@@ -232,9 +295,9 @@ impl FlussSource for ClusterSource {
             let schema = if id == info.get_schema_id() {
                 info.get_schema().clone()
             } else {
-                self.admin
-                    .get_table_schema(path, Some(id))
-                    .await
+                let (admin, owned) = (self.admin.clone(), path.clone());
+                self.on_client(async move { admin.get_table_schema(&owned, Some(id)).await })
+                    .await?
                     .map_err(|e| {
                         context(client_error("cannot load a schema of the table")(e))
                             .with_context("schema_id", id)
@@ -254,9 +317,9 @@ impl FlussSource for ClusterSource {
     }
 
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
-        self.admin
-            .list_partition_infos(&table.path)
-            .await
+        let (admin, path) = (self.admin.clone(), table.path.clone());
+        self.on_client(async move { admin.list_partition_infos(&path).await })
+            .await?
             .map_err(|e| {
                 client_error("cannot list the table's partitions")(e)
                     .with_context("table", table.path.to_string())
@@ -267,10 +330,10 @@ impl FlussSource for ClusterSource {
         if table.lake_format().is_none() {
             return Ok(None);
         }
+        let (admin, path) = (self.admin.clone(), table.path.clone());
         let snapshot = match self
-            .admin
-            .get_lake_snapshot(&table.path, None, Some(true))
-            .await
+            .on_client(async move { admin.get_lake_snapshot(&path, None, Some(true)).await })
+            .await?
         {
             Ok(s) => s,
             Err(e) if e.api_error() == Some(FlussError::LakeSnapshotNotExist) => return Ok(None),

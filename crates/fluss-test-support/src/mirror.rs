@@ -1,0 +1,239 @@
+//! A LocalStore served live over the RPC protocol, and a source that reads it
+//! through the cluster source while writing into the store: the whole SQL suite (and
+//! the differential test) then runs through the cluster path with tables built by SQL.
+//!
+//! ```text
+//! FlussSession ── reads ──> ClusterSource ── RPC ──> TestServer ──> LiveCluster (snapshot)
+//!              └─ writes ─> LocalStore ──(after each write: reload the snapshot)──┘
+//! ```
+
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::execution::memory_pool::MemoryPool;
+use fluss::metadata::{PartitionInfo, TableDescriptor, TablePath};
+use fluss_datafusion::lake::LakeLocation;
+use fluss_datafusion::lake::tiering::TieringResult;
+use fluss_datafusion::log::{ChangelogBatch, LogRange, LogReadOptions};
+use fluss_datafusion::source::{
+    BucketLocation, BucketOffsets, ClusterOptions, ClusterSource, FlussSource, FlussTable,
+    FlussWriter, LocalStore, ReadableSnapshot, WriteKind, WriteResult,
+};
+use fluss_datafusion::{Error, Result};
+use futures::stream::BoxStream;
+
+use crate::local_store::load_local_store;
+use crate::memory::MemoryCluster;
+use crate::model::{ClusterModel, ServedLakeSnapshot, ServedLog, ServedTable};
+use crate::server::{ServerConfig, TestServer};
+
+/// A cluster model whose snapshot of a store is replaced after each write.
+#[derive(Debug, Default)]
+pub struct LiveCluster {
+    snapshot: RwLock<MemoryCluster>,
+}
+
+impl LiveCluster {
+    /// Loads `store` again and serves that from now on.
+    pub async fn reload(&self, store: &LocalStore) -> Result<()> {
+        let fresh = load_local_store(store).await?;
+        match self.snapshot.write() {
+            Ok(mut s) => *s = fresh,
+            Err(poisoned) => *poisoned.into_inner() = fresh,
+        }
+        Ok(())
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&MemoryCluster) -> T) -> T {
+        match self.snapshot.read() {
+            Ok(s) => f(&s),
+            Err(poisoned) => f(&poisoned.into_inner()),
+        }
+    }
+}
+
+impl ClusterModel for LiveCluster {
+    fn databases(&self) -> Vec<String> {
+        self.read(|c| c.databases())
+    }
+
+    fn tables(&self, database: &str) -> Option<Vec<String>> {
+        self.read(|c| c.tables(database))
+    }
+
+    fn table(&self, database: &str, table: &str) -> Option<ServedTable> {
+        self.read(|c| c.table(database, table))
+    }
+
+    fn table_by_id(&self, table_id: i64) -> Option<(String, String, ServedTable)> {
+        self.read(|c| c.table_by_id(table_id))
+    }
+
+    fn lake_snapshots(&self, table_id: i64) -> Vec<ServedLakeSnapshot> {
+        self.read(|c| c.lake_snapshots(table_id))
+    }
+
+    fn log(&self, table_id: i64, partition_id: Option<i64>, bucket: i32) -> Option<ServedLog> {
+        self.read(|c| c.log(table_id, partition_id, bucket))
+    }
+}
+
+/// Reads through a [`ClusterSource`] connected to a [`TestServer`] that serves
+/// `store`; writes go into `store`, and the server's snapshot is reloaded after each.
+pub struct MirroredSource {
+    store: Arc<LocalStore>,
+    live: Arc<LiveCluster>,
+    cluster: ClusterSource,
+    /// Kept alive as long as the source: dropping it stops the server.
+    _server: TestServer,
+}
+
+impl std::fmt::Debug for MirroredSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MirroredSource")
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MirroredSource {
+    /// Serves `store` on 127.0.0.1 and connects a cluster source to it.
+    pub async fn start(store: Arc<LocalStore>) -> Result<Self> {
+        let live = Arc::new(LiveCluster::default());
+        live.reload(&store).await?;
+        let server = TestServer::start(live.clone(), ServerConfig::default())
+            .await
+            .map_err(|e| {
+                Error::internal("cannot start the Fluss RPC test server").with_source(e)
+            })?;
+        let cluster = ClusterSource::connect(ClusterOptions {
+            bootstrap_servers: server.bootstrap_servers(),
+            ..Default::default()
+        })
+        .await?;
+        Ok(Self {
+            store,
+            live,
+            cluster,
+            _server: server,
+        })
+    }
+
+    /// Serves what the store holds now.
+    async fn reload(&self) -> Result<()> {
+        self.live.reload(&self.store).await
+    }
+}
+
+#[async_trait]
+impl FlussSource for MirroredSource {
+    fn name(&self) -> String {
+        self.cluster.name()
+    }
+
+    async fn list_databases(&self) -> Result<Vec<String>> {
+        self.cluster.list_databases().await
+    }
+
+    async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
+        self.cluster.list_tables(database).await
+    }
+
+    async fn get_table(&self, path: &TablePath) -> Result<FlussTable> {
+        self.cluster.get_table(path).await
+    }
+
+    async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
+        self.cluster.list_partitions(table).await
+    }
+
+    async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>> {
+        self.cluster.readable_lake_snapshot(table).await
+    }
+
+    async fn bucket_offsets(
+        &self,
+        table: &FlussTable,
+        buckets: &[BucketLocation],
+    ) -> Result<Vec<BucketOffsets>> {
+        self.cluster.bucket_offsets(table, buckets).await
+    }
+
+    async fn read_log(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+        range: LogRange,
+        options: LogReadOptions,
+    ) -> Result<BoxStream<'static, Result<ChangelogBatch>>> {
+        self.cluster.read_log(table, bucket, range, options).await
+    }
+
+    async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {
+        self.cluster.lake_location(table).await
+    }
+
+    async fn buckets(&self, table: &FlussTable) -> Result<Vec<BucketLocation>> {
+        self.cluster.buckets(table).await
+    }
+
+    fn writer(&self) -> Option<&dyn FlussWriter> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl FlussWriter for MirroredSource {
+    async fn create_database(
+        &self,
+        name: &str,
+        comment: Option<&str>,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let r = FlussWriter::create_database(&*self.store, name, comment, if_not_exists).await;
+        self.reload().await?;
+        r
+    }
+
+    async fn drop_database(&self, name: &str, if_exists: bool, cascade: bool) -> Result<()> {
+        let r = FlussWriter::drop_database(&*self.store, name, if_exists, cascade).await;
+        self.reload().await?;
+        r
+    }
+
+    async fn create_table(
+        &self,
+        path: &TablePath,
+        descriptor: &TableDescriptor,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let r = FlussWriter::create_table(&*self.store, path, descriptor, if_not_exists).await;
+        self.reload().await?;
+        r
+    }
+
+    async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()> {
+        let r = FlussWriter::drop_table(&*self.store, path, if_exists).await;
+        self.reload().await?;
+        r
+    }
+
+    async fn write(
+        &self,
+        path: &TablePath,
+        kind: WriteKind,
+        rows: BoxStream<'_, Result<RecordBatch>>,
+        memory: Option<&Arc<dyn MemoryPool>>,
+    ) -> Result<WriteResult> {
+        let r = FlussWriter::write(&*self.store, path, kind, rows, memory).await;
+        self.reload().await?;
+        r
+    }
+
+    async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
+        let r = FlussWriter::tier(&*self.store, path).await;
+        self.reload().await?;
+        r
+    }
+}
