@@ -24,7 +24,7 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float16Type, Float32Type, Float64Type};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use fluss_datafusion::Error;
-use fluss_datafusion::source::{LocalStore, LocalStoreOptions};
+use fluss_datafusion::source::{FlussSource, LocalStore, LocalStoreOptions};
 use fluss_datafusion::sql::{FlussSession, SessionOptions};
 use sqllogictest::{DBOutput, DefaultColumnType, Normalizer};
 
@@ -36,8 +36,36 @@ struct FlussDb {
     root: String,
 }
 
+/// Where a file's session reads from: the store itself, or the cluster source
+/// against the Fluss RPC test server serving that store (writes go into the store,
+/// and the server serves what they wrote).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Through {
+    LocalStore,
+    Cluster,
+}
+
+impl Through {
+    fn label(self) -> &'static str {
+        match self {
+            Through::LocalStore => "local",
+            Through::Cluster => "cluster",
+        }
+    }
+}
+
 impl FlussDb {
-    async fn new(store: Arc<LocalStore>, root: String) -> Result<Self, Error> {
+    async fn open(store: Arc<LocalStore>, root: String, through: Through) -> Result<Self, Error> {
+        match through {
+            Through::LocalStore => Self::new(store, root).await,
+            Through::Cluster => {
+                let source = fluss_test_support::mirror::MirroredSource::start(store).await?;
+                Self::new(Arc::new(source), root).await
+            }
+        }
+    }
+
+    async fn new(store: Arc<dyn FlussSource>, root: String) -> Result<Self, Error> {
         // Fixed partitioning so EXPLAIN output does not depend on the machine's cores.
         // The files' tables live in `db` (created by `setup/databases.slt` too).
         let options = SessionOptions {
@@ -229,7 +257,13 @@ async fn sql_logic_tests() {
     // Every lake case runs on both formats: the store's default lake format is the
     // parameter, and the format's name is a label (`skipif iceberg`, `onlyif paimon`)
     // for the few records whose output names the format.
-    for format in LAKE_FORMATS {
+    // Every file on both lake formats, through both sources; the format's and the
+    // source's names are labels (`onlyif cluster`) for the few records whose output
+    // depends on them.
+    let runs = [Through::LocalStore, Through::Cluster]
+        .into_iter()
+        .flat_map(|t| LAKE_FORMATS.map(|f| (t, f)));
+    for (through, format) in runs {
         for file in &files {
             // every file on a store of its own: the tables it builds are all it sees
             let dir = tempfile::tempdir().unwrap();
@@ -241,14 +275,19 @@ async fn sql_logic_tests() {
             let store = Arc::new(LocalStore::open_with_options(&root, options).await.unwrap());
             let mut runner = sqllogictest::Runner::new(move || {
                 let (store, root) = (store.clone(), root.clone());
-                async move { FlussDb::new(store, root).await }
+                async move { FlussDb::open(store, root, through).await }
             });
             runner.add_label(format);
+            runner.add_label(through.label());
             runner.with_validator(validator);
             runner.with_column_validator(sqllogictest::strict_column_validator);
-            let name = format!("{} [{format}]", file.file_name().unwrap().to_string_lossy());
+            let name = format!(
+                "{} [{format}, {}]",
+                file.file_name().unwrap().to_string_lossy(),
+                through.label()
+            );
             if complete {
-                if format != LAKE_FORMATS[0] {
+                if format != LAKE_FORMATS[0] || through != Through::LocalStore {
                     continue;
                 }
                 runner
@@ -277,7 +316,7 @@ async fn sql_logic_tests() {
         failures.is_empty(),
         "{} of {} sqllogictest files failed:\n\n{}",
         failures.len(),
-        files.len() * LAKE_FORMATS.len(),
+        files.len() * LAKE_FORMATS.len() * 2,
         failures.join("\n\n")
     );
 }

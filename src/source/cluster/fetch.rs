@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use bytes::Bytes;
 use tokio::io::BufStream;
@@ -35,6 +35,20 @@ pub(crate) struct TabletConnection {
     address: String,
     stream: Mutex<BufStream<TcpStream>>,
     next_request_id: AtomicI32,
+    /// Set when a request was dropped while its answer was being read: the stream
+    /// may stop inside a frame, so the connection is replaced.
+    broken: AtomicBool,
+}
+
+/// Marks the connection broken unless disarmed (the read finished).
+struct ReadGuard<'a>(&'a AtomicBool, bool);
+
+impl Drop for ReadGuard<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 impl TabletConnection {
@@ -56,6 +70,7 @@ impl TabletConnection {
             address: address.to_string(),
             stream: Mutex::new(BufStream::new(stream)),
             next_request_id: AtomicI32::new(0),
+            broken: AtomicBool::new(false),
         };
         if let Some(c) = credentials {
             // PLAIN's one message: authzid NUL authcid NUL password (RFC 4616).
@@ -89,12 +104,29 @@ impl TabletConnection {
         api: i16,
         request: &Req,
     ) -> Result<Resp> {
-        let id = self.next_request_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
         let mut stream = self.stream.lock().await;
+        if self.is_broken() {
+            return Err(Error::new(
+                ErrorKind::Cluster,
+                "the connection to the tablet server was cut inside an answer; retry",
+            )
+            .with_context("server", &self.address));
+        }
+        let id = self.next_request_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
+        // A request dropped after its write leaves a whole answer, which the next
+        // read skips; one dropped while reading may leave half of one.
+        let mut guard = ReadGuard(&self.broken, false);
         wire::write_request(&mut *stream, api, 0, id, request).await?;
-        wire::read_response(&mut *stream, id)
+        let answer = wire::read_response(&mut *stream, id)
             .await
-            .map_err(|e| e.with_context("server", &self.address))
+            .map_err(|e| e.with_context("server", &self.address));
+        guard.1 = true;
+        answer
+    }
+
+    /// Whether the connection must be replaced.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
     }
 }
 

@@ -222,7 +222,7 @@ impl ClusterSource {
         let credentials = self.credentials();
         self.on_client(async move {
             let mut tablets = tablets.lock().await;
-            if let Some(c) = tablets.get(&address) {
+            if let Some(c) = tablets.get(&address).filter(|c| !c.is_broken()) {
                 return Ok(c.clone());
             }
             let connection =

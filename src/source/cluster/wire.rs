@@ -221,6 +221,11 @@ pub(crate) async fn read_response<R: AsyncRead + Unpin, M: Message + Default>(
                 return Err(protocol_error("response frame too short".to_string()));
             };
             let id = i32::from_be_bytes([id[0], id[1], id[2], id[3]]);
+            if id < request_id {
+                // The answer to a request whose caller went away (a LIMIT stops a
+                // read mid-fetch): answers come in order, so skip to ours.
+                return Box::pin(read_response(reader, request_id)).await;
+            }
             if id != request_id {
                 return Err(protocol_error(format!(
                     "response to request {id}, expected {request_id}"
