@@ -4,14 +4,17 @@ files of the lake snapshot that the union read uses.
 
 Usage: peer_duckdb.py <spec.json>
 
-spec: {"threads": N, "runs": R, "warmup": W,
+spec: {"lake": "paimon" | "iceberg", "threads": N, "runs": R, "warmup": W,
        "tables": {"lineitem": {"files": [...], "pk": false, "columns": [...]}, ...},
        "queries": [{"name": "...", "sql": "... FROM lineitem ..."}, ...]}
 
-Primary-key tables are Paimon LSM files: the view keeps the value columns and drops
-rows whose _VALUE_KIND is a retraction (-U = 1, -D = 3). With one tiering commit per
-bucket there is one sorted run per bucket, so no merge across files is needed (the
-same lower bound as the DataFusion ListingTable peer).
+Each view keeps the Fluss columns (the lake's system columns are not read).
+Paimon primary-key tables are LSM files: the view drops rows whose _VALUE_KIND is a
+retraction (-U = 1, -D = 3). With one tiering commit per bucket there is one sorted
+run per bucket, so no merge across files is needed (the same lower bound as the
+DataFusion ListingTable peer). Iceberg primary-key data files need no filter: the
+tiering writes one row per key, and the equality deletes committed with them apply
+only to earlier snapshots' files, so the data files hold exactly the live rows.
 
 Prints one JSON object: {"engine": "duckdb", "version": ...,
   "queries": {name: {"samples_ms": [...], "rows": n}}, "errors": {name: message}}.
@@ -37,7 +40,8 @@ def main(argv):
         cols = ", ".join(f'"{c}"' for c in table["columns"])
         if not files:
             continue
-        where = " WHERE _VALUE_KIND IN (0, 2)" if table.get("pk") else ""
+        paimon_pk = table.get("pk") and spec.get("lake", "paimon") == "paimon"
+        where = " WHERE _VALUE_KIND IN (0, 2)" if paimon_pk else ""
         file_list = ", ".join("'" + p.replace("'", "''") + "'" for p in files)
         con.execute(
             f"CREATE VIEW {name} AS SELECT {cols} FROM read_parquet([{file_list}]){where}"

@@ -54,22 +54,60 @@ const PARTS: i32 = 100;
 const APPEND_ROWS: usize = 64 * 1024;
 
 /// A lake format the suite runs on. Every format the library can tier into joins the
-/// suite by adding a variant here (Iceberg when it lands).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// suite by adding a variant here: each dataset is generated once per format (same
+/// generator, same seed) and every measurement is made for each.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum LakeFormat {
     /// Apache Paimon (filesystem catalog, parquet).
     Paimon,
+    /// Apache Iceberg (hadoop layout: `version-hint.text`, `v<N>.metadata.json`).
+    Iceberg,
 }
 
 impl LakeFormat {
     /// Every format the library supports today.
-    pub const ALL: &'static [LakeFormat] = &[LakeFormat::Paimon];
+    pub const ALL: &'static [LakeFormat] = &[LakeFormat::Paimon, LakeFormat::Iceberg];
 
-    /// The `table.datalake.format` value.
+    /// The `table.datalake.format` value (also its name in the report and JSON).
     pub fn name(self) -> &'static str {
         match self {
             LakeFormat::Paimon => "paimon",
+            LakeFormat::Iceberg => "iceberg",
         }
+    }
+
+    /// The name in prose (`Paimon`, `Iceberg`).
+    pub fn title(self) -> &'static str {
+        match self {
+            LakeFormat::Paimon => "Paimon",
+            LakeFormat::Iceberg => "Iceberg",
+        }
+    }
+
+    /// The format's own Python reader, the peer a Python user would pick
+    /// (`peer_<name>.py`; its engine name in the measurements).
+    pub fn python_peer(self) -> &'static str {
+        match self {
+            LakeFormat::Paimon => "pypaimon",
+            LakeFormat::Iceberg => "pyiceberg",
+        }
+    }
+
+    /// The LocalStore's warehouse of the format, relative to the store root.
+    pub fn warehouse(self) -> &'static str {
+        match self {
+            LakeFormat::Paimon => "lake/paimon",
+            LakeFormat::Iceberg => "lake/iceberg",
+        }
+    }
+}
+
+impl std::fmt::Display for LakeFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -2,9 +2,10 @@
 //!
 //! Generates TPC-H-shaped Fluss tables in a LocalStore (log tables `lineitem`,
 //! `orders`; primary-key tables `customer`, `part`) at chosen scale factors with a
-//! chosen share of each table left in the log tail, runs the suite's queries through
-//! the union read, the lake-only read and the peers (DataFusion ListingTable, DuckDB,
-//! pypaimon, raw arrow-ipc decode) on the same files, and writes a report
+//! chosen share of each table left in the log tail, once per lake format (Paimon,
+//! Iceberg: same generator, same seed), runs the suite's queries through the union
+//! read, the lake-only read and the peers (DataFusion ListingTable, DuckDB, pypaimon
+//! or pyiceberg, raw arrow-ipc decode) on the same files, and writes a report
 //! (`report.md`, SVG charts, `results.json`) to `--out`.
 //!
 //! ```sh
@@ -21,7 +22,7 @@ mod peers;
 mod queries;
 mod report;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -83,9 +84,13 @@ struct Args {
     /// query or peer did not run or the report is missing (never on timings).
     #[arg(long)]
     smoke: bool,
-    /// Do not run the Python peers (DuckDB, pypaimon).
+    /// Do not run the Python peers (DuckDB, pypaimon, pyiceberg).
     #[arg(long)]
     skip_python: bool,
+    /// Lake formats to tier into (comma separated); each dataset is generated and
+    /// measured once per format.
+    #[arg(long, value_delimiter = ',', value_enum, default_values_t = LakeFormat::ALL.to_vec())]
+    lake_formats: Vec<LakeFormat>,
     /// PK tail: updates of existing keys, as a share of the tail size.
     #[arg(long, default_value_t = 0.5)]
     update_rate: f64,
@@ -168,16 +173,36 @@ impl Timing {
     }
 }
 
+/// Which generated dataset a figure belongs to: the lake format it was tiered into,
+/// its scale factor and its tail share.
+#[derive(Debug, Clone, Copy)]
+pub struct DatasetKey {
+    /// Lake format.
+    pub lake: LakeFormat,
+    /// Scale factor.
+    pub sf: f64,
+    /// Tail share.
+    pub tail_share: f64,
+}
+
+impl std::fmt::Display for DatasetKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} sf {} tail {}", self.lake, self.sf, self.tail_share)
+    }
+}
+
 /// One (dataset, query, engine, partitions) measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
+    /// Lake format of the dataset.
+    pub lake: LakeFormat,
     /// Scale factor.
     pub sf: f64,
     /// Tail share.
     pub tail_share: f64,
     /// Query name.
     pub query: String,
-    /// `union`, `lake_only`, `listing_table`, `duckdb`, `pypaimon`.
+    /// `union`, `lake_only`, `listing_table`, `duckdb`, `pypaimon`, `pyiceberg`.
     pub engine: String,
     /// Target partitions (threads for the Python peers).
     pub target_partitions: usize,
@@ -185,11 +210,16 @@ pub struct Measurement {
     pub timing: Option<Timing>,
     /// Why it failed.
     pub error: Option<String>,
+    /// Why the engine cannot run the query at all (a peer's known limitation, such as
+    /// pyiceberg and equality deletes): neither a timing nor a problem of the run.
+    pub not_supported: Option<String>,
 }
 
 /// Peak heap of a PK table scan.
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryPoint {
+    /// Lake format.
+    pub lake: LakeFormat,
     /// Scale factor.
     pub sf: f64,
     /// Tail share.
@@ -207,6 +237,8 @@ pub struct MemoryPoint {
 /// Which buckets a point lookup read rows from.
 #[derive(Debug, Clone, Serialize)]
 pub struct LookupFinding {
+    /// Lake format.
+    pub lake: LakeFormat,
     /// Scale factor.
     pub sf: f64,
     /// Tail share.
@@ -231,7 +263,7 @@ pub struct DatasetInfo {
     /// Tail share.
     pub tail_share: f64,
     /// Lake format.
-    pub lake: String,
+    pub lake: LakeFormat,
     /// Buckets per table.
     pub buckets: i32,
     /// Seconds to generate and load.
@@ -249,6 +281,8 @@ pub struct DatasetInfo {
 pub struct PeerStatus {
     /// Peer name.
     pub name: String,
+    /// The lake format whose files it read (`None`: it reads no lake, as arrow-ipc).
+    pub lake: Option<LakeFormat>,
     /// Whether it ran.
     pub ran: bool,
     /// What it is, or why it did not run.
@@ -283,9 +317,10 @@ pub struct Suite {
 }
 
 impl Suite {
+    /// Records a timing, or a failure (which is a problem of the run).
     fn record(
         &mut self,
-        ds: (f64, f64),
+        ds: DatasetKey,
         query: &str,
         engine: &str,
         tp: usize,
@@ -294,21 +329,49 @@ impl Suite {
         let (timing, error) = match r {
             Ok(t) => (Some(t), None),
             Err(e) => {
-                self.problems.push(format!(
-                    "sf {} tail {}: {query} on {engine}: {e}",
-                    ds.0, ds.1
-                ));
+                self.problems
+                    .push(format!("{ds}: {query} on {engine}: {e}"));
                 (None, Some(e.to_string()))
             }
         };
+        self.push(ds, query, engine, tp, timing, error, None);
+    }
+
+    /// Records that `engine` cannot run `query` (`why`): the report shows it as not
+    /// supported, and it is no problem of the run.
+    fn record_not_supported(
+        &mut self,
+        ds: DatasetKey,
+        query: &str,
+        engine: &str,
+        tp: usize,
+        why: String,
+    ) {
+        self.push(ds, query, engine, tp, None, None, Some(why));
+    }
+
+    /// Appends one measurement of `engine` running `query` on dataset `ds`.
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        ds: DatasetKey,
+        query: &str,
+        engine: &str,
+        tp: usize,
+        timing: Option<Timing>,
+        error: Option<String>,
+        not_supported: Option<String>,
+    ) {
         self.measurements.push(Measurement {
-            sf: ds.0,
-            tail_share: ds.1,
+            lake: ds.lake,
+            sf: ds.sf,
+            tail_share: ds.tail_share,
             query: query.to_string(),
             engine: engine.to_string(),
             target_partitions: tp,
             timing,
             error,
+            not_supported,
         });
     }
 }
@@ -510,7 +573,7 @@ fn partition_counts(
 async fn point_lookup_finding(
     ctx: &SessionContext,
     sql: &str,
-    ds: (f64, f64),
+    ds: DatasetKey,
     buckets: i32,
 ) -> BenchResult<LookupFinding> {
     let plan = ctx
@@ -526,8 +589,9 @@ async fn point_lookup_finding(
     let mut per_partition = BTreeMap::new();
     partition_counts(&plan, &["lake_rows", "log_rows"], &mut per_partition);
     Ok(LookupFinding {
-        sf: ds.0,
-        tail_share: ds.1,
+        lake: ds.lake,
+        sf: ds.sf,
+        tail_share: ds.tail_share,
         sql: sql.to_string(),
         buckets_total: buckets as usize,
         buckets_with_rows: per_partition.values().filter(|v| **v > 0).count(),
@@ -552,11 +616,12 @@ fn dir_size(path: &Path) -> u64 {
         .sum()
 }
 
-/// Python peer availability (None: available).
+/// Python peer availability, and which peers ran on which lake format.
 struct PythonPeers {
+    /// The venv's Python, or why there is none.
     python: Result<PathBuf, String>,
-    duckdb_ran: bool,
-    pypaimon_ran: bool,
+    /// (format, engine) of every Python peer run that succeeded.
+    ran: BTreeSet<(LakeFormat, &'static str)>,
 }
 
 /// Runs everything on one generated dataset.
@@ -568,7 +633,11 @@ async fn bench_dataset(
     py: &mut PythonPeers,
     work: &Path,
 ) -> BenchResult<()> {
-    let ds = (config.sf, config.tail_share);
+    let ds = DatasetKey {
+        lake: config.lake,
+        sf: config.sf,
+        tail_share: config.tail_share,
+    };
     let main_tp = args.main_partitions();
     let queries = queries::all();
     let ctxs: BTreeMap<usize, SessionContext> = args
@@ -591,8 +660,8 @@ async fn bench_dataset(
         let n = count_value(&batches);
         if n != Some(t.live_rows as i64) {
             suite.problems.push(format!(
-                "sf {} tail {}: {} union count {n:?} != {} live rows written",
-                ds.0, ds.1, t.table, t.live_rows
+                "{ds}: {} union count {n:?} != {} live rows written",
+                t.table, t.live_rows
             ));
         }
     }
@@ -618,7 +687,7 @@ async fn bench_dataset(
     }
 
     for q in &queries {
-        eprintln!("  sf {} tail {}: {}", ds.0, ds.1, q.name);
+        eprintln!("  {ds}: {}", q.name);
         let mut engines: Vec<Engine> = ctxs
             .iter()
             .map(|(tp, c)| Engine::new("union", c, q.render(union_name), *tp))
@@ -657,8 +726,9 @@ async fn bench_dataset(
             None
         };
         suite.memory.push(MemoryPoint {
-            sf: ds.0,
-            tail_share: ds.1,
+            lake: ds.lake,
+            sf: ds.sf,
+            tail_share: ds.tail_share,
             table: table.to_string(),
             tail_rows: stats.tail_rows,
             union_peak_bytes: union_peak,
@@ -674,73 +744,127 @@ async fn bench_dataset(
     }
 
     // Python peers on the same files (ListingTable ran with the queries above)
-    if config.tail_share == 0.0 {
-        let files = &lake_files;
-        if let Ok(python) = py.python.clone() {
-            let tables: serde_json::Map<String, Value> = files
-                .iter()
-                .map(|(t, f)| -> BenchResult<(String, Value)> {
-                    let schema = generate::table_schema(t)?;
-                    let columns: Vec<&str> =
-                        schema.fields().iter().map(|f| f.name().as_str()).collect();
-                    Ok((
-                        t.to_string(),
-                        json!({"files": f, "pk": queries::is_pk_table(t), "columns": columns}),
-                    ))
-                })
-                .collect::<BenchResult<_>>()?;
-            let bare = |t: &str| t.to_string();
-            let duck_spec = json!({
-                "threads": main_tp, "runs": args.runs, "warmup": args.warmup,
-                "tables": tables,
-                "queries": queries.iter().map(|q| json!({"name": q.name, "sql": q.render(bare)})).collect::<Vec<_>>(),
-            });
-            let paimon_spec = json!({
-                "warehouse": dataset.root.join("lake/paimon"), "database": DATABASE,
-                "threads": main_tp, "runs": args.runs, "warmup": args.warmup,
-                "queries": queries.iter().map(|q| json!({
-                    "name": q.name, "sql": q.render(bare),
-                    "tables": q.tables.iter().map(|(t, c)| (t.to_string(), json!(c))).collect::<serde_json::Map<_, _>>(),
-                })).collect::<Vec<_>>(),
-            });
-            for (engine, script, spec) in [
-                ("duckdb", "peer_duckdb.py", duck_spec),
-                ("pypaimon", "peer_pypaimon.py", paimon_spec),
-            ] {
-                eprintln!("  sf {} tail {}: peer {engine}", ds.0, ds.1);
-                match peers::run_python(&python, script, &spec, work) {
-                    Ok(out) => {
-                        if engine == "duckdb" {
-                            py.duckdb_ran = true;
-                        } else {
-                            py.pypaimon_ran = true;
-                        }
-                        for q in &queries {
-                            let r = match (&out["queries"][q.name], &out["errors"][q.name]) {
-                                (Value::Object(o), _) => {
-                                    let samples: Vec<f64> = o["samples_ms"]
-                                        .as_array()
-                                        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-                                        .unwrap_or_default();
-                                    let rows = o["rows"].as_u64().unwrap_or(0) as usize;
-                                    Ok(Timing::from_samples(samples, rows))
-                                }
-                                (_, Value::String(e)) => Err(e.clone().into()),
-                                _ => Err("no result".into()),
-                            };
-                            suite.record(ds, q.name, engine, main_tp, r);
+    if config.tail_share == 0.0
+        && let Ok(python) = py.python.clone()
+    {
+        let specs = python_specs(args, dataset, config, &queries, &lake_files).await?;
+        for (engine, spec) in specs {
+            let script = format!("peer_{engine}.py");
+            eprintln!("  {ds}: peer {engine}");
+            match peers::run_python(&python, &script, &spec, work) {
+                Ok(out) => {
+                    py.ran.insert((ds.lake, engine));
+                    for q in &queries {
+                        let name = q.name;
+                        match (
+                            &out["queries"][name],
+                            &out["not_supported"][name],
+                            &out["errors"][name],
+                        ) {
+                            (Value::Object(o), _, _) => {
+                                let samples: Vec<f64> = o["samples_ms"]
+                                    .as_array()
+                                    .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                                    .unwrap_or_default();
+                                let rows = o["rows"].as_u64().unwrap_or(0) as usize;
+                                let t = Timing::from_samples(samples, rows);
+                                suite.record(ds, name, engine, main_tp, Ok(t));
+                            }
+                            (_, Value::String(why), _) => {
+                                suite.record_not_supported(ds, name, engine, main_tp, why.clone())
+                            }
+                            (_, _, Value::String(e)) => {
+                                suite.record(ds, name, engine, main_tp, Err(e.clone().into()))
+                            }
+                            _ => suite.record(ds, name, engine, main_tp, Err("no result".into())),
                         }
                     }
-                    Err(e) => {
-                        for q in &queries {
-                            suite.record(ds, q.name, engine, main_tp, Err(e.to_string().into()));
-                        }
+                }
+                Err(e) => {
+                    for q in &queries {
+                        suite.record(ds, q.name, engine, main_tp, Err(e.to_string().into()));
                     }
                 }
             }
         }
     }
     Ok(())
+}
+
+/// The Python peers of a tail-0 dataset, each with its spec: DuckDB over the lake
+/// files the ListingTable peer read, then the format's own Python reader
+/// (`peer_<engine>.py`).
+async fn python_specs(
+    args: &Args,
+    dataset: &Dataset,
+    config: &GenConfig,
+    queries: &[Query],
+    lake_files: &BTreeMap<&str, Vec<String>>,
+) -> BenchResult<Vec<(&'static str, Value)>> {
+    let main_tp = args.main_partitions();
+    let bare = |t: &str| t.to_string();
+    let columns = |t: &str| -> BenchResult<Vec<String>> {
+        Ok(generate::table_schema(t)?
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect())
+    };
+    let tables: serde_json::Map<String, Value> = lake_files
+        .iter()
+        .map(|(t, f)| -> BenchResult<(String, Value)> {
+            Ok((
+                t.to_string(),
+                json!({"files": f, "pk": queries::is_pk_table(t), "columns": columns(t)?}),
+            ))
+        })
+        .collect::<BenchResult<_>>()?;
+    // The queries as the format readers' specs list them: SQL over bare table names,
+    // with the columns each table is read with (the readers' projection).
+    let reader_queries: Vec<Value> = queries
+        .iter()
+        .map(|q| {
+            json!({
+                "name": q.name, "sql": q.render(bare),
+                "tables": q.tables.iter().map(|(t, c)| (t.to_string(), json!(c))).collect::<serde_json::Map<_, _>>(),
+            })
+        })
+        .collect();
+    let duck_spec = json!({
+        "lake": config.lake.name(),
+        "threads": main_tp, "runs": args.runs, "warmup": args.warmup,
+        "tables": tables,
+        "queries": queries.iter().map(|q| json!({"name": q.name, "sql": q.render(bare)})).collect::<Vec<_>>(),
+    });
+    let reader_spec = match config.lake {
+        LakeFormat::Paimon => json!({
+            "warehouse": dataset.root.join(config.lake.warehouse()), "database": DATABASE,
+            "threads": main_tp, "runs": args.runs, "warmup": args.warmup,
+            "queries": reader_queries,
+        }),
+        LakeFormat::Iceberg => {
+            let mut tables = serde_json::Map::new();
+            for table in queries::TABLES {
+                if let Some((metadata, snapshot_id)) =
+                    peers::iceberg_metadata(&dataset.store, table).await?
+                {
+                    tables.insert(
+                        table.to_string(),
+                        json!({"metadata": metadata, "snapshot_id": snapshot_id}),
+                    );
+                }
+            }
+            json!({
+                "tables": tables,
+                "threads": main_tp, "runs": args.runs, "warmup": args.warmup,
+                "queries": reader_queries,
+            })
+        }
+    };
+    Ok(vec![
+        ("duckdb", duck_spec),
+        (config.lake.python_peer(), reader_spec),
+    ])
 }
 
 /// Lets the machine settle after a dataset was written, before anything is timed: the
@@ -766,8 +890,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
     };
     let mut py = PythonPeers {
         python: py,
-        duckdb_ran: false,
-        pypaimon_ran: false,
+        ran: BTreeSet::new(),
     };
     let mut suite = Suite {
         machine: machine(),
@@ -778,7 +901,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
             "update_rate": args.update_rate, "delete_rate": args.delete_rate,
             "seed": args.seed, "decode_rows": args.decode_rows, "smoke": args.smoke,
             "skip_python": args.skip_python,
-            "lake_formats": LakeFormat::ALL.iter().map(|f| f.name()).collect::<Vec<_>>(),
+            "lake_formats": args.lake_formats.iter().map(|f| f.name()).collect::<Vec<_>>(),
         }),
         queries: queries::all(),
         datasets: Vec::new(),
@@ -790,14 +913,16 @@ async fn run(args: &Args) -> BenchResult<Suite> {
         problems: Vec::new(),
         targets: Vec::new(),
     };
-    for lake in LakeFormat::ALL {
-        for (i, sf) in args.sf.iter().enumerate() {
-            let shares = if i == 0 {
-                &args.tail_shares
-            } else {
-                &args.other_sf_tail_shares
-            };
-            for share in shares {
+    for (i, sf) in args.sf.iter().enumerate() {
+        let shares = if i == 0 {
+            &args.tail_shares
+        } else {
+            &args.other_sf_tail_shares
+        };
+        for share in shares {
+            // The formats of one (sf, share) run back to back, so the machine's drift
+            // between them (which the cross-format ratios compare) is the smallest.
+            for lake in &args.lake_formats {
                 let config = GenConfig {
                     sf: *sf,
                     tail_share: *share,
@@ -826,7 +951,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
                 suite.datasets.push(DatasetInfo {
                     sf: *sf,
                     tail_share: *share,
-                    lake: lake.name().into(),
+                    lake: *lake,
                     buckets: config.buckets(),
                     load_seconds: dataset.seconds,
                     tables: dataset.tables.clone(),
@@ -837,7 +962,9 @@ async fn run(args: &Args) -> BenchResult<Suite> {
                 if let Err(e) =
                     bench_dataset(args, &mut suite, &dataset, &config, &mut py, &work).await
                 {
-                    suite.problems.push(format!("sf {sf} tail {share}: {e}"));
+                    suite
+                        .problems
+                        .push(format!("{lake} sf {sf} tail {share}: {e}"));
                 }
                 drop(dataset);
                 if !args.keep_data {
@@ -870,71 +997,96 @@ async fn run(args: &Args) -> BenchResult<Suite> {
         let _ = std::fs::remove_dir(&data_root);
     }
 
-    let ran = |engine: &str| {
+    let ran = |lake: LakeFormat, engine: &str| {
         suite
             .measurements
             .iter()
-            .any(|m| m.engine == engine && m.timing.is_some())
+            .any(|m| m.lake == lake && m.engine == engine && m.timing.is_some())
     };
-    let mut peers = vec![
-        PeerStatus {
-            name: "listing_table".into(),
-            ran: ran("listing_table"),
-            note: "DataFusion ListingTable over the lake snapshot's parquet files (tail share 0)"
-                .into(),
-        },
-        PeerStatus {
-            name: "arrow_ipc".into(),
-            ran: !suite.decode.is_empty(),
-            note: "arrow-ipc read_record_batch on every log batch's Arrow message".into(),
-        },
-    ];
-    for (name, note, flag) in [
-        (
-            "duckdb",
-            "DuckDB read_parquet over the same parquet files (Python duckdb)",
-            py.duckdb_ran,
-        ),
-        (
-            "pypaimon",
-            "pypaimon reads the lake tables (projection, merge-on-read) into Arrow; DuckDB runs the SQL",
-            py.pypaimon_ran,
-        ),
-    ] {
+    let mut peers = vec![PeerStatus {
+        name: "arrow_ipc".into(),
+        lake: None,
+        ran: !suite.decode.is_empty(),
+        note: "arrow-ipc read_record_batch on every log batch's Arrow message".into(),
+    }];
+    for lake in &args.lake_formats {
+        let lake = *lake;
         peers.push(PeerStatus {
-            name: name.into(),
-            ran: flag && ran(name),
-            note: match &py.python {
-                Ok(_) => note.to_string(),
-                Err(why) => format!("did not run: {why}"),
-            },
+            name: "listing_table".into(),
+            lake: Some(lake),
+            ran: ran(lake, "listing_table"),
+            note: format!(
+                "DataFusion ListingTable over the {} snapshot's parquet data files (tail share 0)",
+                lake.title()
+            ),
         });
+        let reader = match lake {
+            LakeFormat::Paimon => {
+                "pypaimon reads the lake tables (projection, merge-on-read) into Arrow; DuckDB runs the SQL"
+            }
+            LakeFormat::Iceberg => {
+                "pyiceberg reads the snapshot (StaticTable.from_metadata, projected scan().to_arrow()) into Arrow; DuckDB runs the SQL. \
+                 Tables with equality-delete files (the primary-key tables) are not supported by pyiceberg"
+            }
+        };
+        for (name, note) in [
+            (
+                "duckdb",
+                format!(
+                    "DuckDB read_parquet over the same {} parquet files (Python duckdb)",
+                    lake.title()
+                ),
+            ),
+            (lake.python_peer(), reader.to_string()),
+        ] {
+            peers.push(PeerStatus {
+                name: name.into(),
+                lake: Some(lake),
+                ran: py.ran.contains(&(lake, name)) && ran(lake, name),
+                note: match &py.python {
+                    Ok(_) => note,
+                    Err(why) => format!("did not run: {why}"),
+                },
+            });
+        }
     }
     suite.peers = peers;
     Ok(suite)
 }
 
-/// Checks a smoke run: every query ran on the union read, every peer that can run ran.
-fn smoke_check(suite: &Suite, out: &Path) -> Vec<String> {
+/// Checks a smoke run: for every lake format, every query ran on the union read and
+/// on every peer that can run (a Python peer may instead report a query as not
+/// supported, as pyiceberg does for equality deletes).
+fn smoke_check(args: &Args, suite: &Suite, out: &Path) -> Vec<String> {
     let mut missing = Vec::new();
     let names: HashSet<&str> = suite.queries.iter().map(|q| q.name).collect();
-    for engine in ["union", "lake_only", "listing_table", "duckdb", "pypaimon"] {
-        let python_peer = matches!(engine, "duckdb" | "pypaimon");
-        if python_peer
-            && suite
-                .peers
-                .iter()
-                .any(|p| p.name == engine && p.note.starts_with("did not run"))
-        {
-            continue;
-        }
-        for q in &names {
-            if !suite
-                .measurements
-                .iter()
-                .any(|m| m.engine == engine && m.query == *q && m.timing.is_some())
+    for lake in &args.lake_formats {
+        let lake = *lake;
+        for engine in [
+            "union",
+            "lake_only",
+            "listing_table",
+            "duckdb",
+            lake.python_peer(),
+        ] {
+            let python_peer = matches!(engine, "duckdb") || engine == lake.python_peer();
+            if python_peer
+                && suite.peers.iter().any(|p| {
+                    p.lake == Some(lake) && p.name == engine && p.note.starts_with("did not run")
+                })
             {
-                missing.push(format!("query {q} did not run on {engine}"));
+                continue;
+            }
+            for q in &names {
+                let accounted = suite.measurements.iter().any(|m| {
+                    m.lake == lake
+                        && m.engine == engine
+                        && m.query == *q
+                        && (m.timing.is_some() || (python_peer && m.not_supported.is_some()))
+                });
+                if !accounted {
+                    missing.push(format!("query {q} did not run on {engine} ({lake})"));
+                }
             }
         }
     }
@@ -953,8 +1105,17 @@ fn main() {
     fluss_alloc::delay_mimalloc_purge(std::time::Duration::from_secs(1));
     let mut args = Args::parse();
     args.apply_smoke();
-    if args.sf.is_empty() || args.tail_shares.is_empty() || args.target_partitions.is_empty() {
-        eprintln!("fluss-bench: --sf, --tail-shares and --target-partitions must not be empty");
+    // one dataset per format: a format given twice would be measured twice
+    args.lake_formats.sort();
+    args.lake_formats.dedup();
+    if args.sf.is_empty()
+        || args.tail_shares.is_empty()
+        || args.target_partitions.is_empty()
+        || args.lake_formats.is_empty()
+    {
+        eprintln!(
+            "fluss-bench: --sf, --tail-shares, --target-partitions and --lake-formats must not be empty"
+        );
         std::process::exit(2);
     }
     let started = Instant::now();
@@ -987,8 +1148,8 @@ fn main() {
     }
     for t in &suite.targets {
         eprintln!(
-            "target {:<40} {:>6}  {}",
-            t.name,
+            "target {:<50} {:>6}  {}",
+            t.label(),
             match t.pass {
                 Some(true) => "PASS",
                 Some(false) => "FAIL",
@@ -1000,7 +1161,7 @@ fn main() {
     eprintln!("report: {}", args.out.join("report.md").display());
     let mut problems = suite.problems.clone();
     if args.smoke {
-        problems.extend(smoke_check(&suite, &args.out));
+        problems.extend(smoke_check(&args, &suite, &args.out));
     }
     if !problems.is_empty() {
         for p in &problems {

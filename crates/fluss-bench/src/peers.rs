@@ -1,10 +1,14 @@
 //! The peers union read is compared with, all on the same files:
 //!
 //! - DataFusion `ListingTable` over the lake snapshot's parquet files (the lower bound
-//!   of the lake part, meaningful at tail share 0);
+//!   of the lake part, meaningful at tail share 0), for every lake format: the files
+//!   come from the library's own plan of the snapshot ([`lake_files`]);
 //! - DuckDB reading the same parquet files (`crates/fluss-bench/python/peer_duckdb.py`);
-//! - pypaimon reading the lake tables, with DuckDB running the SQL over its Arrow
-//!   output (`crates/fluss-bench/python/peer_pypaimon.py`): what a Python user would pick;
+//! - the format's Python reader, with DuckDB running the SQL over its Arrow output:
+//!   what a Python user would pick. pypaimon for Paimon
+//!   (`crates/fluss-bench/python/peer_pypaimon.py`), pyiceberg for Iceberg
+//!   (`crates/fluss-bench/python/peer_pyiceberg.py`, which reports tables with
+//!   equality deletes as not supported: pyiceberg cannot read them);
 //! - raw arrow-ipc decode of the log segments (`read_record_batch` on every batch's
 //!   Arrow message), the limit for the log tail, against this crate's `BucketLogReader`.
 
@@ -26,6 +30,7 @@ use datafusion::datasource::listing::{
 use datafusion::prelude::SessionContext;
 use fluss::metadata::TablePath;
 use fluss_datafusion::lake::LakeScanRequest;
+use fluss_datafusion::lake::iceberg::IcebergLakeTable;
 use fluss_datafusion::log::{
     BatchIterator, BucketLogReader, LogRange, LogReadOptions, list_segments,
 };
@@ -43,7 +48,12 @@ fn local_file(url: &str) -> String {
     path.to_string()
 }
 
-/// The parquet files of a table's readable lake snapshot (empty when nothing is tiered).
+/// The parquet data files of a table's readable lake snapshot (empty when nothing is
+/// tiered), for any lake format: the files of the library's own plan of that snapshot
+/// (no filter), so the peers read exactly what the lake-only read reads. For Iceberg
+/// the plan is the `iceberg` crate's `plan_files` of the snapshot: every live data file
+/// of its manifests (files a later snapshot removed are not in it); delete files are
+/// not data files and are not listed.
 pub async fn lake_files(store: &LocalStore, table: &str) -> BenchResult<Vec<String>> {
     let path = TablePath::new(DATABASE, table);
     let table_meta = store
@@ -81,8 +91,45 @@ pub async fn lake_files(store: &LocalStore, table: &str) -> BenchResult<Vec<Stri
         .collect())
 }
 
+/// The Iceberg metadata file a table's readable lake snapshot is read from, and that
+/// snapshot, for the pyiceberg peer (`StaticTable.from_metadata`); `None` when nothing
+/// is tiered. The file is the one the library itself loaded (the hadoop layout's
+/// `version-hint.text` resolved to `v<N>.metadata.json`), so both read one metadata.
+pub async fn iceberg_metadata(
+    store: &LocalStore,
+    table: &str,
+) -> BenchResult<Option<(String, i64)>> {
+    let path = TablePath::new(DATABASE, table);
+    let table_meta = store
+        .get_table(&path)
+        .await
+        .context(|| format!("loading {path}"))?;
+    let Some(snapshot) = store
+        .readable_lake_snapshot(&table_meta)
+        .await
+        .context(|| format!("readable snapshot of {path}"))?
+    else {
+        return Ok(None);
+    };
+    let location = store
+        .lake_location(&table_meta)
+        .await
+        .context(|| format!("lake of {path}"))?;
+    let lake = IcebergLakeTable::open(&location, &table_meta)
+        .await
+        .context(|| format!("opening the Iceberg table of {path}"))?
+        .ok_or_else(|| format!("no Iceberg table for {path}"))?;
+    let metadata = lake
+        .table()
+        .metadata_location()
+        .ok_or_else(|| format!("the Iceberg table of {path} has no metadata file"))?;
+    Ok(Some((local_file(metadata), snapshot.snapshot_id)))
+}
+
 /// Registers a ListingTable `name` over `files` with the Fluss table's Arrow schema
-/// (value columns are matched by name; Paimon's system columns are not read).
+/// (value columns are matched by name; the lake's system columns, Paimon's
+/// `_KEY_*`/`_SEQUENCE_NUMBER`/`_VALUE_KIND` and Iceberg's `__bucket`/`__offset`/
+/// `__timestamp`, are not read).
 pub fn register_listing(
     ctx: &SessionContext,
     name: &str,
@@ -114,12 +161,12 @@ pub fn python() -> Result<PathBuf, String> {
         ));
     }
     let probe = Command::new(&venv)
-        .args(["-c", "import duckdb, pypaimon, pyarrow"])
+        .args(["-c", "import duckdb, pypaimon, pyiceberg, pyarrow"])
         .output()
         .map_err(|e| format!("cannot run {}: {e}", venv.display()))?;
     if !probe.status.success() {
         return Err(format!(
-            "the venv lacks duckdb/pypaimon/pyarrow: {}",
+            "the venv lacks duckdb/pypaimon/pyiceberg/pyarrow: {}",
             String::from_utf8_lossy(&probe.stderr).trim()
         ));
     }

@@ -1,5 +1,6 @@
 //! The report: targets (pass/fail, never failing the run), `report.md`, SVG charts
-//! and `results.json` with every raw number.
+//! and `results.json` with every raw number, per lake format (every dataset is
+//! generated once per format; each figure names the format it was measured on).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -8,14 +9,17 @@ use std::path::Path;
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::generate::{BenchResult, Context};
-use crate::{Suite, Timing};
+use crate::generate::{BenchResult, Context, LakeFormat};
+use crate::{Measurement, Suite, Timing};
 
 /// One performance target of the suite.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
     /// Short id.
     pub name: String,
+    /// The lake format it was measured on (`None`: it reads no lake, as the log
+    /// decode, or compares formats).
+    pub lake: Option<LakeFormat>,
     /// What is compared with what.
     pub description: String,
     /// The bound, as text.
@@ -28,6 +32,16 @@ pub struct Target {
     pub detail: String,
 }
 
+impl Target {
+    /// `name` with its lake format (`paimon/lake_only_vs_listing_table`).
+    pub fn label(&self) -> String {
+        match self.lake {
+            Some(lake) => format!("{lake}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
 const LOG_QUERIES: [&str; 5] = [
     "q1_scan_agg",
     "q6_filter_agg",
@@ -36,6 +50,13 @@ const LOG_QUERIES: [&str; 5] = [
     "top_n",
 ];
 
+/// Queries that read a primary-key table in full: the PK tail targets use them.
+const PK_QUERIES: [&str; 3] = ["pk_scan_customer", "pk_scan_part", "enrichment_join"];
+
+/// The bound of a PK union read with a 10% tail, against the lake-only read of the
+/// same format and against the Paimon union read (the issue's targets).
+const PK_TAIL10_BOUND: f64 = 1.5;
+
 fn main_tp(suite: &Suite) -> usize {
     suite.config["target_partitions"]
         .as_array()
@@ -43,29 +64,69 @@ fn main_tp(suite: &Suite) -> usize {
         .unwrap_or(2) as usize
 }
 
+/// The lake formats the run generated datasets for, in [`LakeFormat::ALL`] order.
+fn lakes(suite: &Suite) -> Vec<LakeFormat> {
+    LakeFormat::ALL
+        .iter()
+        .copied()
+        .filter(|l| suite.datasets.iter().any(|d| d.lake == *l))
+        .collect()
+}
+
+fn measurement<'a>(
+    suite: &'a Suite,
+    lake: LakeFormat,
+    (sf, share): (f64, f64),
+    query: &str,
+    engine: &str,
+    tp: usize,
+) -> Option<&'a Measurement> {
+    suite.measurements.iter().find(|m| {
+        m.lake == lake
+            && m.sf == sf
+            && m.tail_share == share
+            && m.query == query
+            && m.engine == engine
+            && m.target_partitions == tp
+    })
+}
+
 fn timing<'a>(
     suite: &'a Suite,
+    lake: LakeFormat,
     sf: f64,
     share: f64,
     query: &str,
     engine: &str,
     tp: usize,
 ) -> Option<&'a Timing> {
-    suite
-        .measurements
-        .iter()
-        .find(|m| {
-            m.sf == sf
-                && m.tail_share == share
-                && m.query == query
-                && m.engine == engine
-                && m.target_partitions == tp
-        })
-        .and_then(|m| m.timing.as_ref())
+    measurement(suite, lake, (sf, share), query, engine, tp).and_then(|m| m.timing.as_ref())
 }
 
-fn median(suite: &Suite, sf: f64, share: f64, query: &str, engine: &str, tp: usize) -> Option<f64> {
-    timing(suite, sf, share, query, engine, tp)
+/// Why `engine` cannot run `query` on this dataset, when it said so.
+fn not_supported<'a>(
+    suite: &'a Suite,
+    lake: LakeFormat,
+    sf: f64,
+    share: f64,
+    query: &str,
+    engine: &str,
+    tp: usize,
+) -> Option<&'a str> {
+    measurement(suite, lake, (sf, share), query, engine, tp)
+        .and_then(|m| m.not_supported.as_deref())
+}
+
+fn median(
+    suite: &Suite,
+    lake: LakeFormat,
+    sf: f64,
+    share: f64,
+    query: &str,
+    engine: &str,
+    tp: usize,
+) -> Option<f64> {
+    timing(suite, lake, sf, share, query, engine, tp)
         .map(|t| t.median_ms)
         .filter(|v| v.is_finite() && *v > 0.0)
 }
@@ -79,13 +140,14 @@ const INTERLEAVED_ENGINES: &[&str] = &["union", "lake_only", "listing_table"];
 /// the machine's drift between rounds cancels), else the ratio of the medians.
 fn time_ratio(
     suite: &Suite,
+    lake: LakeFormat,
     (sf, share, tp): (f64, f64, usize),
     query: &str,
     engine: &str,
     peer: &str,
 ) -> Option<f64> {
-    let a = timing(suite, sf, share, query, engine, tp)?;
-    let b = timing(suite, sf, share, query, peer, tp)?;
+    let a = timing(suite, lake, sf, share, query, engine, tp)?;
+    let b = timing(suite, lake, sf, share, query, peer, tp)?;
     let paired = INTERLEAVED_ENGINES.contains(&engine)
         && INTERLEAVED_ENGINES.contains(&peer)
         && a.samples_ms.len() == b.samples_ms.len()
@@ -102,7 +164,10 @@ fn time_ratio(
         let median = Timing::from_samples(ratios, 0).median_ms;
         return median.is_finite().then_some(median);
     }
-    Some(median(suite, sf, share, query, engine, tp)? / median(suite, sf, share, query, peer, tp)?)
+    Some(
+        median(suite, lake, sf, share, query, engine, tp)?
+            / median(suite, lake, sf, share, query, peer, tp)?,
+    )
 }
 
 fn geomean(values: &[f64]) -> Option<f64> {
@@ -117,18 +182,23 @@ fn largest(values: &[f64]) -> Option<f64> {
     values.iter().copied().reduce(f64::max)
 }
 
-fn sfs(suite: &Suite) -> Vec<f64> {
-    let mut v: Vec<f64> = suite.datasets.iter().map(|d| d.sf).collect();
+fn sfs(suite: &Suite, lake: LakeFormat) -> Vec<f64> {
+    let mut v: Vec<f64> = suite
+        .datasets
+        .iter()
+        .filter(|d| d.lake == lake)
+        .map(|d| d.sf)
+        .collect();
     v.sort_by(f64::total_cmp);
     v.dedup();
     v
 }
 
-fn shares_at(suite: &Suite, sf: f64) -> Vec<f64> {
+fn shares_at(suite: &Suite, lake: LakeFormat, sf: f64) -> Vec<f64> {
     let mut v: Vec<f64> = suite
         .datasets
         .iter()
-        .filter(|d| d.sf == sf)
+        .filter(|d| d.lake == lake && d.sf == sf)
         .map(|d| d.tail_share)
         .collect();
     v.sort_by(f64::total_cmp);
@@ -136,17 +206,25 @@ fn shares_at(suite: &Suite, sf: f64) -> Vec<f64> {
     v
 }
 
-/// The largest scale factor that has a dataset at `share`.
-fn largest_sf_with(suite: &Suite, share: f64) -> Option<f64> {
-    sfs(suite)
+/// The largest scale factor that has a dataset of `lake` at `share`.
+fn largest_sf_with(suite: &Suite, lake: LakeFormat, share: f64) -> Option<f64> {
+    sfs(suite, lake)
         .into_iter()
         .rev()
-        .find(|sf| shares_at(suite, *sf).contains(&share))
+        .find(|sf| shares_at(suite, lake, *sf).contains(&share))
+}
+
+/// The largest scale factor that has datasets of both formats at `share`.
+fn largest_common_sf_with(suite: &Suite, a: LakeFormat, b: LakeFormat, share: f64) -> Option<f64> {
+    sfs(suite, a).into_iter().rev().find(|sf| {
+        shares_at(suite, a, *sf).contains(&share) && shares_at(suite, b, *sf).contains(&share)
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 fn ratio_target(
     suite: &Suite,
+    lake: LakeFormat,
     name: &str,
     description: &str,
     engine: &str,
@@ -157,20 +235,31 @@ fn ratio_target(
 ) -> Target {
     let tp = main_tp(suite);
     let mut ratios = Vec::new();
+    let mut unsupported = Vec::new();
     let mut detail = String::new();
-    if let Some(sf) = largest_sf_with(suite, 0.0) {
+    if let Some(sf) = largest_sf_with(suite, lake, 0.0) {
         let _ = write!(detail, "SF {sf}, tail 0%: ");
         for q in queries {
-            if let Some(r) = time_ratio(suite, (sf, 0.0, tp), q, engine, peer) {
+            if let Some(r) = time_ratio(suite, lake, (sf, 0.0, tp), q, engine, peer) {
                 ratios.push(r);
                 let _ = write!(detail, "{q} {r:.2}x; ");
+            } else if not_supported(suite, lake, sf, 0.0, q, peer, tp).is_some() {
+                unsupported.push(*q);
             }
+        }
+        if !unsupported.is_empty() {
+            let _ = write!(
+                detail,
+                "not supported by {peer} (left out): {}; ",
+                unsupported.join(", ")
+            );
         }
     }
     let value = geomean(&ratios);
     let pass = value.map(|v| if below { v <= threshold } else { v < threshold });
     Target {
         name: name.into(),
+        lake: Some(lake),
         description: description.into(),
         threshold: format!(
             "geometric mean {} {threshold}",
@@ -186,8 +275,8 @@ fn ratio_target(
     }
 }
 
-/// Computes every target from the measurements.
-pub fn evaluate(suite: &Suite) -> Vec<Target> {
+/// The targets one lake format is judged by on its own datasets.
+fn lake_targets(suite: &Suite, lake: LakeFormat) -> Vec<Target> {
     let tp = main_tp(suite);
     let all_queries: Vec<&str> = suite.queries.iter().map(|q| q.name).collect();
     let full_scan: Vec<&str> = suite
@@ -196,9 +285,11 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
         .filter(|q| q.full_scan)
         .map(|q| q.name)
         .collect();
+    let reader = lake.python_peer();
     let mut targets = vec![
         ratio_target(
             suite,
+            lake,
             "lake_only_vs_listing_table",
             "lake-only scan (t$lake) time / DataFusion ListingTable on the same parquet files (log-table queries)",
             "lake_only",
@@ -209,6 +300,7 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
         ),
         ratio_target(
             suite,
+            lake,
             "union_tail0_vs_listing_table",
             "union read at 0% tail time / DataFusion ListingTable (log-table queries)",
             "union",
@@ -219,21 +311,274 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
         ),
         ratio_target(
             suite,
-            "lake_only_vs_pypaimon",
-            "lake-only scan time / pypaimon (+DuckDB) on the same lake tables (all queries): faster means < 1",
+            lake,
+            &format!("lake_only_vs_{reader}"),
+            &format!(
+                "lake-only scan time / {reader} (+DuckDB) on the same lake tables (all queries it supports): faster means < 1"
+            ),
             "lake_only",
-            "pypaimon",
+            reader,
             &all_queries,
             1.0,
             false,
         ),
     ];
 
+    // PK union at 10% tail vs lake-only
+    let mut ratios = Vec::new();
+    let mut detail = String::new();
+    if let Some(sf) = largest_sf_with(suite, lake, 0.1) {
+        let _ = write!(detail, "SF {sf}, tail 10%: ");
+        for q in PK_QUERIES {
+            if let Some(r) = time_ratio(suite, lake, (sf, 0.1, tp), q, "union", "lake_only") {
+                ratios.push(r);
+                let medians = median(suite, lake, sf, 0.1, q, "union", tp)
+                    .zip(median(suite, lake, sf, 0.1, q, "lake_only", tp))
+                    .map(|(u, l)| u / l)
+                    .unwrap_or(f64::NAN);
+                let _ = write!(detail, "{q} {r:.2}x (ratio of medians {medians:.2}x); ");
+            }
+        }
+    }
+    let worst = largest(&ratios);
+    targets.push(Target {
+        name: "pk_union_tail10_vs_lake_only".into(),
+        lake: Some(lake),
+        description: "PK table union read with a 10% tail / lake-only read of the same table"
+            .into(),
+        threshold: format!("worst query <= {PK_TAIL10_BOUND}"),
+        value: worst,
+        pass: worst.map(|w| w <= PK_TAIL10_BOUND),
+        detail: if ratios.is_empty() {
+            "not measured (no 10% tail dataset)".into()
+        } else {
+            detail
+        },
+    });
+
+    // point lookup buckets
+    let worst_lookup = suite
+        .lookups
+        .iter()
+        .filter(|l| l.lake == lake)
+        .max_by_key(|l| l.buckets_with_rows);
+    targets.push(Target {
+        name: "point_lookup_one_bucket".into(),
+        lake: Some(lake),
+        description: "buckets with rows read (lake_rows + log_rows metrics of the plan) for `WHERE c_custkey = 42`".into(),
+        threshold: "== 1 bucket".into(),
+        value: worst_lookup.map(|l| l.buckets_with_rows as f64),
+        pass: worst_lookup.map(|l| l.buckets_with_rows <= 1),
+        detail: worst_lookup
+            .map(|l| {
+                let finding = if l.buckets_with_rows > 1 {
+                    " FINDING: the provider does not prune buckets by primary key yet; every bucket is read and the filter is applied after the merge"
+                } else {
+                    ""
+                };
+                format!(
+                    "worst case SF {} tail {}: {} of {} buckets read rows ({} rows read){finding}",
+                    l.sf, l.tail_share, l.buckets_with_rows, l.buckets_total, l.rows_read
+                )
+            })
+            .unwrap_or_else(|| "not measured".into()),
+    });
+
+    // scaling with data
+    let all_sfs = sfs(suite, lake);
+    let mut detail = String::new();
+    let mut exponents = Vec::new();
+    if let (Some(lo), Some(hi)) = (all_sfs.first(), all_sfs.last())
+        && hi > lo
+    {
+        let _ = write!(
+            detail,
+            "union at 0% tail, SF {lo} -> {hi} (x{:.0} data): ",
+            hi / lo
+        );
+        for q in &full_scan {
+            if let (Some(a), Some(b)) = (
+                median(suite, lake, *lo, 0.0, q, "union", tp),
+                median(suite, lake, *hi, 0.0, q, "union", tp),
+            ) {
+                let e = (b / a).ln() / (hi / lo).ln();
+                exponents.push(e);
+                let _ = write!(detail, "{q} time x{:.1} (exponent {e:.2}); ", b / a);
+            }
+        }
+    }
+    let worst_e = largest(&exponents);
+    targets.push(Target {
+        name: "scaling_with_data".into(),
+        lake: Some(lake),
+        description: "time grows at most linearly with the scale factor: exponent ln(t2/t1)/ln(sf2/sf1) over full-scan queries".into(),
+        threshold: "worst exponent <= 1.15".into(),
+        value: worst_e,
+        pass: worst_e.map(|e| e <= 1.15),
+        detail: if exponents.is_empty() {
+            "not measured (one scale factor)".into()
+        } else {
+            detail
+        },
+    });
+
+    // scaling with the tail share: linear fit of time vs share
+    let mut detail = String::new();
+    let mut fits = Vec::new();
+    // the scale factor that got the tail-share sweep (the first one given)
+    let swept = all_sfs
+        .iter()
+        .max_by_key(|sf| shares_at(suite, lake, **sf).len());
+    if let Some(sf) = swept {
+        let shares = shares_at(suite, lake, *sf);
+        if shares.len() >= 3 {
+            let _ = write!(detail, "SF {sf}, union, shares {shares:?}: ");
+            for q in &full_scan {
+                let pts: Vec<(f64, f64)> = shares
+                    .iter()
+                    .filter_map(|s| median(suite, lake, *sf, *s, q, "union", tp).map(|t| (*s, t)))
+                    .collect();
+                if pts.len() < 3 {
+                    continue;
+                }
+                let r2 = r_squared(&pts);
+                let (min, max) = pts
+                    .iter()
+                    .fold((f64::MAX, 0f64), |(a, b), (_, t)| (a.min(*t), b.max(*t)));
+                let grows = pts.last().map(|p| p.1).unwrap_or(f64::NAN) / pts[0].1;
+                let linear = r2 >= 0.8 || max / min <= 1.25 || grows <= 1.0;
+                fits.push(linear);
+                let _ = write!(
+                    detail,
+                    "{q} R2 {r2:.2}, last/first x{grows:.2}{}; ",
+                    if linear { "" } else { " (not linear)" }
+                );
+            }
+        }
+    }
+    targets.push(Target {
+        name: "scaling_with_tail_share".into(),
+        lake: Some(lake),
+        description: "union time vs tail share is linear: R2 of a linear fit >= 0.8, or flat (max/min <= 1.25), or not growing, per full-scan query".into(),
+        threshold: "every query linear".into(),
+        value: (!fits.is_empty())
+            .then(|| fits.iter().filter(|f| **f).count() as f64 / fits.len() as f64),
+        pass: (!fits.is_empty()).then(|| fits.iter().all(|f| *f)),
+        detail: if fits.is_empty() {
+            "not measured (fewer than 3 tail shares)".into()
+        } else {
+            detail
+        },
+    });
+
+    // target partitions
+    let tps: BTreeSet<usize> = suite
+        .measurements
+        .iter()
+        .filter(|m| m.lake == lake)
+        .map(|m| m.target_partitions)
+        .collect();
+    let mut ratios = Vec::new();
+    let mut detail = String::new();
+    if let (Some(sf), true) = (
+        largest_sf_with(suite, lake, 0.0),
+        tps.contains(&1) && tps.contains(&2),
+    ) {
+        let _ = write!(detail, "SF {sf}, tail 0%, union: ");
+        for q in &full_scan {
+            if let (Some(one), Some(two)) = (
+                median(suite, lake, sf, 0.0, q, "union", 1),
+                median(suite, lake, sf, 0.0, q, "union", 2),
+            ) {
+                ratios.push(one / two);
+                let _ = write!(detail, "{q} {:.2}x; ", one / two);
+            }
+        }
+    }
+    let value = geomean(&ratios);
+    targets.push(Target {
+        name: "two_partitions_speedup".into(),
+        lake: Some(lake),
+        description: "union time at 1 target partition / at 2 (full-scan queries)".into(),
+        threshold: "geometric mean >= 1.6".into(),
+        value,
+        pass: value.map(|v| v >= 1.6),
+        detail: if ratios.is_empty() {
+            "not measured (needs --target-partitions 1,2)".into()
+        } else {
+            detail
+        },
+    });
+    targets
+}
+
+/// A PK union read with a 10% tail on `lake` against the same read on Paimon (same
+/// generator and seed, so the same rows and changes): the worst ratio of medians
+/// over the PK queries, at the largest scale factor both formats have a 10% tail at.
+/// The two datasets run one after the other, not in the same rounds, so the ratio is
+/// of the medians.
+fn vs_paimon_target(suite: &Suite, lake: LakeFormat) -> Target {
+    let tp = main_tp(suite);
+    let paimon = LakeFormat::Paimon;
+    let mut ratios = Vec::new();
+    let mut detail = String::new();
+    if let Some(sf) = largest_common_sf_with(suite, lake, paimon, 0.1) {
+        let _ = write!(detail, "SF {sf}, tail 10%, union: ");
+        for q in PK_QUERIES {
+            if let (Some(p), Some(x)) = (
+                median(suite, paimon, sf, 0.1, q, "union", tp),
+                median(suite, lake, sf, 0.1, q, "union", tp),
+            ) {
+                ratios.push(x / p);
+                let _ = write!(
+                    detail,
+                    "{q} {} {x:.1} ms / Paimon {p:.1} ms = {:.2}x; ",
+                    lake.title(),
+                    x / p
+                );
+            }
+        }
+    }
+    let worst = largest(&ratios);
+    Target {
+        name: format!("{lake}_pk_union_tail10_vs_paimon"),
+        lake: None,
+        description: format!(
+            "PK table union read with a 10% tail on {} / the same read on Paimon (same data; ratio of medians)",
+            lake.title()
+        ),
+        threshold: format!("worst query <= {PK_TAIL10_BOUND}"),
+        value: worst,
+        pass: worst.map(|w| w <= PK_TAIL10_BOUND),
+        detail: if ratios.is_empty() {
+            format!(
+                "not measured (needs 10% tail datasets of Paimon and {} at one scale factor)",
+                lake.title()
+            )
+        } else {
+            detail
+        },
+    }
+}
+
+/// Computes every target from the measurements.
+pub fn evaluate(suite: &Suite) -> Vec<Target> {
+    let mut targets = Vec::new();
+    for lake in lakes(suite) {
+        targets.extend(lake_targets(suite, lake));
+    }
+    for lake in lakes(suite) {
+        if lake != LakeFormat::Paimon && lakes(suite).contains(&LakeFormat::Paimon) {
+            targets.push(vs_paimon_target(suite, lake));
+        }
+    }
+
     // log decode
     let zstd = suite.decode.iter().find(|d| d.codec == "ZSTD");
     let lz4 = suite.decode.iter().find(|d| d.codec == "LZ4_FRAME");
     targets.push(Target {
         name: "log_decode_zstd_vs_arrow_ipc".into(),
+        lake: None,
         description: "BucketLogReader throughput / arrow-ipc read_record_batch throughput, ZSTD log tail".into(),
         threshold: ">= 0.80".into(),
         value: zstd.map(|d| d.throughput_ratio()),
@@ -256,6 +601,7 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
     };
     targets.push(Target {
         name: "log_decode_lz4_vs_zstd".into(),
+        lake: None,
         description: "BucketLogReader ns/row on LZ4_FRAME / on ZSTD (same rows)".into(),
         threshold: "<= 1.05 (not slower; 5% noise allowance)".into(),
         value: lz4_vs_zstd,
@@ -269,180 +615,6 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
                 z.bytes
             ),
             _ => "not measured".into(),
-        },
-    });
-
-    // PK union at 10% tail vs lake-only
-    let mut ratios = Vec::new();
-    let mut detail = String::new();
-    if let Some(sf) = largest_sf_with(suite, 0.1) {
-        let _ = write!(detail, "SF {sf}, tail 10%: ");
-        for q in ["pk_scan_customer", "pk_scan_part", "enrichment_join"] {
-            if let Some(r) = time_ratio(suite, (sf, 0.1, tp), q, "union", "lake_only") {
-                ratios.push(r);
-                let medians = median(suite, sf, 0.1, q, "union", tp)
-                    .zip(median(suite, sf, 0.1, q, "lake_only", tp))
-                    .map(|(u, l)| u / l)
-                    .unwrap_or(f64::NAN);
-                let _ = write!(detail, "{q} {r:.2}x (ratio of medians {medians:.2}x); ");
-            }
-        }
-    }
-    let worst = largest(&ratios);
-    targets.push(Target {
-        name: "pk_union_tail10_vs_lake_only".into(),
-        description: "PK table union read with a 10% tail / lake-only read of the same table"
-            .into(),
-        threshold: "worst query <= 1.5".into(),
-        value: worst,
-        pass: worst.map(|w| w <= 1.5),
-        detail: if ratios.is_empty() {
-            "not measured (no 10% tail dataset)".into()
-        } else {
-            detail
-        },
-    });
-
-    // point lookup buckets
-    let worst_lookup = suite.lookups.iter().max_by_key(|l| l.buckets_with_rows);
-    targets.push(Target {
-        name: "point_lookup_one_bucket".into(),
-        description: "buckets with rows read (lake_rows + log_rows metrics of the plan) for `WHERE c_custkey = 42`".into(),
-        threshold: "== 1 bucket".into(),
-        value: worst_lookup.map(|l| l.buckets_with_rows as f64),
-        pass: worst_lookup.map(|l| l.buckets_with_rows <= 1),
-        detail: worst_lookup
-            .map(|l| {
-                let finding = if l.buckets_with_rows > 1 {
-                    " FINDING: the provider does not prune buckets by primary key yet; every bucket is read and the filter is applied after the merge"
-                } else {
-                    ""
-                };
-                format!(
-                    "worst case SF {} tail {}: {} of {} buckets read rows ({} rows read){finding}",
-                    l.sf, l.tail_share, l.buckets_with_rows, l.buckets_total, l.rows_read
-                )
-            })
-            .unwrap_or_else(|| "not measured".into()),
-    });
-
-    // scaling with data
-    let all_sfs = sfs(suite);
-    let mut detail = String::new();
-    let mut exponents = Vec::new();
-    if let (Some(lo), Some(hi)) = (all_sfs.first(), all_sfs.last())
-        && hi > lo
-    {
-        let _ = write!(
-            detail,
-            "union at 0% tail, SF {lo} -> {hi} (x{:.0} data): ",
-            hi / lo
-        );
-        for q in &full_scan {
-            if let (Some(a), Some(b)) = (
-                median(suite, *lo, 0.0, q, "union", tp),
-                median(suite, *hi, 0.0, q, "union", tp),
-            ) {
-                let e = (b / a).ln() / (hi / lo).ln();
-                exponents.push(e);
-                let _ = write!(detail, "{q} time x{:.1} (exponent {e:.2}); ", b / a);
-            }
-        }
-    }
-    let worst_e = largest(&exponents);
-    targets.push(Target {
-        name: "scaling_with_data".into(),
-        description: "time grows at most linearly with the scale factor: exponent ln(t2/t1)/ln(sf2/sf1) over full-scan queries".into(),
-        threshold: "worst exponent <= 1.15".into(),
-        value: worst_e,
-        pass: worst_e.map(|e| e <= 1.15),
-        detail: if exponents.is_empty() {
-            "not measured (one scale factor)".into()
-        } else {
-            detail
-        },
-    });
-
-    // scaling with the tail share: linear fit of time vs share
-    let mut detail = String::new();
-    let mut fits = Vec::new();
-    // the scale factor that got the tail-share sweep (the first one given)
-    let swept = all_sfs.iter().max_by_key(|sf| shares_at(suite, **sf).len());
-    if let Some(sf) = swept {
-        let shares = shares_at(suite, *sf);
-        if shares.len() >= 3 {
-            let _ = write!(detail, "SF {sf}, union, shares {shares:?}: ");
-            for q in &full_scan {
-                let pts: Vec<(f64, f64)> = shares
-                    .iter()
-                    .filter_map(|s| median(suite, *sf, *s, q, "union", tp).map(|t| (*s, t)))
-                    .collect();
-                if pts.len() < 3 {
-                    continue;
-                }
-                let r2 = r_squared(&pts);
-                let (min, max) = pts
-                    .iter()
-                    .fold((f64::MAX, 0f64), |(a, b), (_, t)| (a.min(*t), b.max(*t)));
-                let grows = pts.last().map(|p| p.1).unwrap_or(f64::NAN) / pts[0].1;
-                let linear = r2 >= 0.8 || max / min <= 1.25 || grows <= 1.0;
-                fits.push(linear);
-                let _ = write!(
-                    detail,
-                    "{q} R2 {r2:.2}, last/first x{grows:.2}{}; ",
-                    if linear { "" } else { " (not linear)" }
-                );
-            }
-        }
-    }
-    targets.push(Target {
-        name: "scaling_with_tail_share".into(),
-        description: "union time vs tail share is linear: R2 of a linear fit >= 0.8, or flat (max/min <= 1.25), or not growing, per full-scan query".into(),
-        threshold: "every query linear".into(),
-        value: (!fits.is_empty())
-            .then(|| fits.iter().filter(|f| **f).count() as f64 / fits.len() as f64),
-        pass: (!fits.is_empty()).then(|| fits.iter().all(|f| *f)),
-        detail: if fits.is_empty() {
-            "not measured (fewer than 3 tail shares)".into()
-        } else {
-            detail
-        },
-    });
-
-    // target partitions
-    let tps: BTreeSet<usize> = suite
-        .measurements
-        .iter()
-        .map(|m| m.target_partitions)
-        .collect();
-    let mut ratios = Vec::new();
-    let mut detail = String::new();
-    if let (Some(sf), true) = (
-        largest_sf_with(suite, 0.0),
-        tps.contains(&1) && tps.contains(&2),
-    ) {
-        let _ = write!(detail, "SF {sf}, tail 0%, union: ");
-        for q in &full_scan {
-            if let (Some(one), Some(two)) = (
-                median(suite, sf, 0.0, q, "union", 1),
-                median(suite, sf, 0.0, q, "union", 2),
-            ) {
-                ratios.push(one / two);
-                let _ = write!(detail, "{q} {:.2}x; ", one / two);
-            }
-        }
-    }
-    let value = geomean(&ratios);
-    targets.push(Target {
-        name: "two_partitions_speedup".into(),
-        description: "union time at 1 target partition / at 2 (full-scan queries)".into(),
-        threshold: "geometric mean >= 1.6".into(),
-        value,
-        pass: value.map(|v| v >= 1.6),
-        detail: if ratios.is_empty() {
-            "not measured (needs --target-partitions 1,2)".into()
-        } else {
-            detail
         },
     });
     targets
@@ -656,169 +828,28 @@ fn bar_chart(
     Ok(true)
 }
 
-/// Writes the charts; returns (file, caption) of each chart written.
+/// Writes the charts; returns (file, caption) of each chart written. Charts of one
+/// lake format's datasets are written per format (`<chart>_<format>.svg`).
 fn charts(suite: &Suite, out: &Path) -> BenchResult<Vec<(String, String)>> {
-    let tp = main_tp(suite);
     let mut written = Vec::new();
-    let names: Vec<&str> = suite.queries.iter().map(|q| q.name).collect();
-
-    // peers at tail 0, largest SF
-    if let Some(sf) = largest_sf_with(suite, 0.0) {
-        let series: Vec<(String, Vec<Option<f64>>)> = ["union", "lake_only", "duckdb", "pypaimon"]
-            .iter()
-            .map(|e| {
-                (
-                    e.to_string(),
-                    names
-                        .iter()
-                        .map(|q| {
-                            Some(
-                                median(suite, sf, 0.0, q, e, tp)?
-                                    / median(suite, sf, 0.0, q, "listing_table", tp)?,
-                            )
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
-        let file = "peers.svg";
-        if bar_chart(
-            &out.join(file),
-            &format!("Time / DataFusion ListingTable, SF {sf}, tail 0% (lower is better)"),
-            "ratio to ListingTable (log)",
-            &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            &series,
-            Some(1.0),
-        )? {
-            written.push((
-                file.to_string(),
-                format!("Every engine's median time as a ratio to DataFusion ListingTable on the same parquet files (SF {sf}, tail 0%, {tp} partitions); the line is 1.0."),
-            ));
-        }
+    for lake in lakes(suite) {
+        written.extend(lake_charts(suite, lake, out)?);
     }
 
-    // tail share
-    if let Some(sf) = sfs(suite).first().copied() {
-        let shares = shares_at(suite, sf);
-        let series: Vec<(String, Vec<(f64, f64)>)> = names
-            .iter()
-            .map(|q| {
-                (
-                    q.to_string(),
-                    shares
-                        .iter()
-                        .filter_map(|s| Some((s * 100.0, median(suite, sf, *s, q, "union", tp)?)))
-                        .collect(),
-                )
-            })
-            .collect();
-        let file = "tail_share.svg";
-        if shares.len() > 1
-            && line_chart(
-                &out.join(file),
-                &format!("Union read time vs tail share (SF {sf})"),
-                "share of each table in the log tail (%)",
-                "median ms (log)",
-                &series,
-                false,
-                true,
-            )?
-        {
-            written.push((
-                file.to_string(),
-                format!("Union read median time vs the share of each table left in the Fluss log tail (SF {sf}, {tp} partitions)."),
-            ));
-        }
-    }
-
-    // scale factor
-    let all_sfs = sfs(suite);
-    if all_sfs.len() > 1 {
-        let series: Vec<(String, Vec<(f64, f64)>)> = names
-            .iter()
-            .map(|q| {
-                (
-                    q.to_string(),
-                    all_sfs
-                        .iter()
-                        .filter_map(|sf| Some((*sf, median(suite, *sf, 0.0, q, "union", tp)?)))
-                        .collect(),
-                )
-            })
-            .collect();
-        let file = "scale_factor.svg";
-        if line_chart(
-            &out.join(file),
-            "Union read time vs scale factor (tail 0%)",
-            "TPC-H scale factor (log)",
-            "median ms (log)",
-            &series,
-            true,
-            true,
-        )? {
-            written.push((
-                file.to_string(),
-                "Union read median time vs scale factor at tail 0% (log-log: slope 1 = linear)."
-                    .into(),
-            ));
-        }
-    }
-
-    // target partitions
-    let tps: BTreeSet<usize> = suite
-        .measurements
-        .iter()
-        .map(|m| m.target_partitions)
-        .collect();
-    if tps.len() > 1
-        && let Some(sf) = largest_sf_with(suite, 0.0)
-    {
-        let series: Vec<(String, Vec<(f64, f64)>)> = names
-            .iter()
-            .map(|q| {
-                let base = median(suite, sf, 0.0, q, "union", *tps.iter().next().unwrap_or(&1));
-                (
-                    q.to_string(),
-                    tps.iter()
-                        .filter_map(|t| {
-                            Some((*t as f64, base? / median(suite, sf, 0.0, q, "union", *t)?))
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
-        let file = "target_partitions.svg";
-        if line_chart(
-            &out.join(file),
-            &format!("Union read speed-up vs target partitions (SF {sf}, tail 0%)"),
-            "target partitions",
-            "speed-up over the fewest partitions",
-            &series,
-            false,
-            false,
-        )? {
-            written.push((
-                file.to_string(),
-                format!(
-                    "Speed-up of the union read over {} target partition(s) (SF {sf}, tail 0%).",
-                    tps.iter().next().unwrap_or(&1)
-                ),
-            ));
-        }
-    }
-
-    // PK memory
+    // PK memory: one series per (format, table, scale factor)
     let mut series = Vec::new();
-    for table in ["customer", "part"] {
-        for sf in sfs(suite) {
-            let pts: Vec<(f64, f64)> = suite
-                .memory
-                .iter()
-                .filter(|m| m.table == table && m.sf == sf)
-                .map(|m| (m.tail_rows as f64, m.union_peak_bytes as f64 / 1048576.0))
-                .collect();
-            if !pts.is_empty() {
-                series.push((format!("{table} SF {sf}"), pts));
+    for lake in lakes(suite) {
+        for table in ["customer", "part"] {
+            for sf in sfs(suite, lake) {
+                let pts: Vec<(f64, f64)> = suite
+                    .memory
+                    .iter()
+                    .filter(|m| m.lake == lake && m.table == table && m.sf == sf)
+                    .map(|m| (m.tail_rows as f64, m.union_peak_bytes as f64 / 1048576.0))
+                    .collect();
+                if !pts.is_empty() {
+                    series.push((format!("{lake} {table} SF {sf}"), pts));
+                }
             }
         }
     }
@@ -834,7 +865,7 @@ fn charts(suite: &Suite, out: &Path) -> BenchResult<Vec<(String, String)>> {
     )? {
         written.push((
             file.to_string(),
-            "Peak heap growth (counting allocator) during one union scan of a primary-key table, vs the changelog rows in its tail.".into(),
+            "Peak heap growth (counting allocator) during one union scan of a primary-key table, vs the changelog rows in its tail, per lake format.".into(),
         ));
     }
 
@@ -877,6 +908,169 @@ fn charts(suite: &Suite, out: &Path) -> BenchResult<Vec<(String, String)>> {
     Ok(written)
 }
 
+/// The charts of one lake format's datasets: peers, tail share, scale factor, target
+/// partitions.
+fn lake_charts(suite: &Suite, lake: LakeFormat, out: &Path) -> BenchResult<Vec<(String, String)>> {
+    let tp = main_tp(suite);
+    let title = lake.title();
+    let mut written = Vec::new();
+    let names: Vec<&str> = suite.queries.iter().map(|q| q.name).collect();
+
+    // peers at tail 0, largest SF
+    if let Some(sf) = largest_sf_with(suite, lake, 0.0) {
+        let series: Vec<(String, Vec<Option<f64>>)> =
+            ["union", "lake_only", "duckdb", lake.python_peer()]
+                .iter()
+                .map(|e| {
+                    (
+                        e.to_string(),
+                        names
+                            .iter()
+                            .map(|q| {
+                                Some(
+                                    median(suite, lake, sf, 0.0, q, e, tp)?
+                                        / median(suite, lake, sf, 0.0, q, "listing_table", tp)?,
+                                )
+                            })
+                            .collect(),
+                    )
+                })
+                .collect();
+        let file = format!("peers_{lake}.svg");
+        if bar_chart(
+            &out.join(&file),
+            &format!("{title}: time / DataFusion ListingTable, SF {sf}, tail 0% (lower is better)"),
+            "ratio to ListingTable (log)",
+            &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            &series,
+            Some(1.0),
+        )? {
+            written.push((
+                file,
+                format!("{title}: every engine's median time as a ratio to DataFusion ListingTable on the same parquet files (SF {sf}, tail 0%, {tp} partitions); the line is 1.0."),
+            ));
+        }
+    }
+
+    // tail share
+    if let Some(sf) = sfs(suite, lake).first().copied() {
+        let shares = shares_at(suite, lake, sf);
+        let series: Vec<(String, Vec<(f64, f64)>)> = names
+            .iter()
+            .map(|q| {
+                (
+                    q.to_string(),
+                    shares
+                        .iter()
+                        .filter_map(|s| {
+                            Some((s * 100.0, median(suite, lake, sf, *s, q, "union", tp)?))
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let file = format!("tail_share_{lake}.svg");
+        if shares.len() > 1
+            && line_chart(
+                &out.join(&file),
+                &format!("{title}: union read time vs tail share (SF {sf})"),
+                "share of each table in the log tail (%)",
+                "median ms (log)",
+                &series,
+                false,
+                true,
+            )?
+        {
+            written.push((
+                file,
+                format!("{title}: union read median time vs the share of each table left in the Fluss log tail (SF {sf}, {tp} partitions)."),
+            ));
+        }
+    }
+
+    // scale factor
+    let all_sfs = sfs(suite, lake);
+    if all_sfs.len() > 1 {
+        let series: Vec<(String, Vec<(f64, f64)>)> = names
+            .iter()
+            .map(|q| {
+                (
+                    q.to_string(),
+                    all_sfs
+                        .iter()
+                        .filter_map(|sf| {
+                            Some((*sf, median(suite, lake, *sf, 0.0, q, "union", tp)?))
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let file = format!("scale_factor_{lake}.svg");
+        if line_chart(
+            &out.join(&file),
+            &format!("{title}: union read time vs scale factor (tail 0%)"),
+            "TPC-H scale factor (log)",
+            "median ms (log)",
+            &series,
+            true,
+            true,
+        )? {
+            written.push((
+                file,
+                format!("{title}: union read median time vs scale factor at tail 0% (log-log: slope 1 = linear)."),
+            ));
+        }
+    }
+
+    // target partitions
+    let tps: BTreeSet<usize> = suite
+        .measurements
+        .iter()
+        .filter(|m| m.lake == lake)
+        .map(|m| m.target_partitions)
+        .collect();
+    if tps.len() > 1
+        && let Some(sf) = largest_sf_with(suite, lake, 0.0)
+    {
+        let fewest = *tps.iter().next().unwrap_or(&1);
+        let series: Vec<(String, Vec<(f64, f64)>)> = names
+            .iter()
+            .map(|q| {
+                let base = median(suite, lake, sf, 0.0, q, "union", fewest);
+                (
+                    q.to_string(),
+                    tps.iter()
+                        .filter_map(|t| {
+                            Some((
+                                *t as f64,
+                                base? / median(suite, lake, sf, 0.0, q, "union", *t)?,
+                            ))
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let file = format!("target_partitions_{lake}.svg");
+        if line_chart(
+            &out.join(&file),
+            &format!("{title}: union read speed-up vs target partitions (SF {sf}, tail 0%)"),
+            "target partitions",
+            "speed-up over the fewest partitions",
+            &series,
+            false,
+            false,
+        )? {
+            written.push((
+                file,
+                format!(
+                    "{title}: speed-up of the union read over {fewest} target partition(s) (SF {sf}, tail 0%)."
+                ),
+            ));
+        }
+    }
+    Ok(written)
+}
+
 /// Writes `report.md`, the charts and `results.json` to `out`.
 pub fn write(suite: &Suite, out: &Path) -> BenchResult<()> {
     std::fs::create_dir_all(out).context(|| format!("creating {}", out.display()))?;
@@ -891,6 +1085,26 @@ pub fn write(suite: &Suite, out: &Path) -> BenchResult<()> {
     Ok(())
 }
 
+/// A timing cell: `median (min–max)`, `not supported` when the engine said it cannot
+/// run the query, `—` when it did not run.
+fn cell(
+    suite: &Suite,
+    lake: LakeFormat,
+    sf: f64,
+    share: f64,
+    query: &str,
+    engine: &str,
+    tp: usize,
+) -> String {
+    match timing(suite, lake, sf, share, query, engine, tp) {
+        Some(t) => fmt_ms(Some(t)),
+        None if not_supported(suite, lake, sf, share, query, engine, tp).is_some() => {
+            "not supported".into()
+        }
+        None => "—".into(),
+    }
+}
+
 fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
     let tp = main_tp(suite);
     let mut md = String::new();
@@ -898,7 +1112,9 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
     let _ = writeln!(md, "# fluss-datafusion benchmark suite\n");
     let _ = writeln!(
         md,
-        "Union read (Paimon lake snapshot + Fluss log tail) against its peers on the same files. \
+        "Union read (lake snapshot + Fluss log tail) against its peers on the same files, for \
+         every lake format: each dataset is generated once per format with the same generator \
+         and seed, and each section below names the format it was measured on. \
          Every figure is a median of at least {} run(s) after {} warm-up run(s) (more, up to 20x, \
          until a query's runs add up to {} ms; the engines of a query run in turn), shown as \
          `median (min–max)` ms, and as a ratio to a named peer. Each dataset is flushed to \
@@ -935,18 +1151,20 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
         "Computed from this run; timings never fail the run. A ratio between two engines \
          timed in the same rounds (union, lake-only, ListingTable) is the median of the \
          per-round ratios, so drift of the machine between rounds cancels; the tables below \
-         show each engine's own median.\n"
+         show each engine's own median. Targets with a lake format were measured on that \
+         format's datasets; the cross-format target compares two formats' datasets.\n"
     );
     let _ = writeln!(
         md,
-        "| target | result | value | bound | detail |\n|---|---|---|---|---|"
+        "| target | lake | result | value | bound | detail |\n|---|---|---|---|---|---|"
     );
     for t in &suite.targets {
         let _ = writeln!(
             md,
-            "| `{}` — {} | **{}** | {} | {} | {} |",
+            "| `{}` — {} | {} | **{}** | {} | {} | {} |",
             t.name,
             t.description,
+            t.lake.map(|l| l.name()).unwrap_or("—"),
             match t.pass {
                 Some(true) => "PASS",
                 Some(false) => "FAIL",
@@ -960,13 +1178,69 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
         );
     }
 
+    // every other format's union read against Paimon's on the same data
+    let paimon = LakeFormat::Paimon;
+    for lake in lakes(suite) {
+        if lake == paimon || !lakes(suite).contains(&paimon) {
+            continue;
+        }
+        let title = lake.title();
+        let _ = writeln!(
+            md,
+            "\n## {title} vs Paimon: union read on the same data ({tp} partitions)\n\n\
+             The same generator and seed tiered into each format; `{title} / Paimon` is the ratio of \
+             the two union reads' medians (the datasets run one after the other, not in the same rounds). \
+             The target `{lake}_pk_union_tail10_vs_paimon` is the worst of {} at tail 10% (bound {PK_TAIL10_BOUND}x).\n",
+            PK_QUERIES.join(", ")
+        );
+        for sf in sfs(suite, lake) {
+            let shares: Vec<f64> = shares_at(suite, lake, sf)
+                .into_iter()
+                .filter(|s| shares_at(suite, paimon, sf).contains(s))
+                .collect();
+            if shares.is_empty() {
+                continue;
+            }
+            let mut header = format!("SF {sf}\n\n| query |");
+            let mut sep = "|---|".to_string();
+            for s in &shares {
+                let _ = write!(
+                    header,
+                    " {} Paimon ms | {} {title} ms | {title} / Paimon |",
+                    pct(*s),
+                    pct(*s)
+                );
+                sep.push_str("---|---|---|");
+            }
+            let _ = writeln!(md, "{header}\n{sep}");
+            for q in &suite.queries {
+                let mut row = format!("| `{}` |", q.name);
+                for s in &shares {
+                    let _ = write!(
+                        row,
+                        " {} | {} | {} |",
+                        fmt_ms(timing(suite, paimon, sf, *s, q.name, "union", tp)),
+                        fmt_ms(timing(suite, lake, sf, *s, q.name, "union", tp)),
+                        fmt_ratio(
+                            median(suite, lake, sf, *s, q.name, "union", tp),
+                            median(suite, paimon, sf, *s, q.name, "union", tp)
+                        )
+                    );
+                }
+                let _ = writeln!(md, "{row}");
+            }
+            let _ = writeln!(md);
+        }
+    }
+
     let _ = writeln!(md, "\n## Peers\n");
-    let _ = writeln!(md, "| peer | ran | what |\n|---|---|---|");
+    let _ = writeln!(md, "| peer | lake | ran | what |\n|---|---|---|---|");
     for p in &suite.peers {
         let _ = writeln!(
             md,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             p.name,
+            p.lake.map(|l| l.name()).unwrap_or("—"),
             if p.ran { "yes" } else { "**no**" },
             p.note
         );
@@ -978,148 +1252,8 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
         let _ = writeln!(md, "| `{}` | {} |", q.name, q.title);
     }
 
-    for sf in sfs(suite) {
-        if !shares_at(suite, sf).contains(&0.0) {
-            continue;
-        }
-        let _ = writeln!(
-            md,
-            "\n## Union read vs peers — SF {sf}, tail 0% ({tp} partitions)\n\n\
-             Ratios are to **DataFusion ListingTable** over the same parquet files (lower bound of the lake part); \
-             the last column is lake-only / pypaimon. For PK tables ListingTable and DuckDB read the \
-             Paimon files directly (one sorted run per bucket, no merge), which is a lower bound.\n"
-        );
-        let _ = writeln!(
-            md,
-            "| query | ListingTable ms | union ms | union / LT | lake-only ms | lake-only / LT | DuckDB ms | DuckDB / LT | pypaimon ms | pypaimon / LT | lake-only / pypaimon |\n|---|---|---|---|---|---|---|---|---|---|---|"
-        );
-        for q in &suite.queries {
-            let t = |e: &str| timing(suite, sf, 0.0, q.name, e, tp);
-            let med = |e: &str| median(suite, sf, 0.0, q.name, e, tp);
-            let lt = med("listing_table");
-            let _ = writeln!(
-                md,
-                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                q.name,
-                fmt_ms(t("listing_table")),
-                fmt_ms(t("union")),
-                fmt_ratio(med("union"), lt),
-                fmt_ms(t("lake_only")),
-                fmt_ratio(med("lake_only"), lt),
-                fmt_ms(t("duckdb")),
-                fmt_ratio(med("duckdb"), lt),
-                fmt_ms(t("pypaimon")),
-                fmt_ratio(med("pypaimon"), lt),
-                fmt_ratio(med("lake_only"), med("pypaimon")),
-            );
-        }
-    }
-
-    for sf in sfs(suite) {
-        let shares = shares_at(suite, sf);
-        if shares.len() < 2 {
-            continue;
-        }
-        let _ = writeln!(
-            md,
-            "\n## Union read vs tail share — SF {sf} ({tp} partitions)\n\n\
-             Union median ms per tail share, with the ratio to **the union read at 0% tail** and to **lake-only at the same share** \
-             (`u/0%`, `u/lake`).\n"
-        );
-        let mut header = "| query |".to_string();
-        let mut sep = "|---|".to_string();
-        for s in &shares {
-            let _ = write!(header, " {} ms | u/0% | u/lake |", pct(*s));
-            sep.push_str("---|---|---|");
-        }
-        let _ = writeln!(md, "{header}\n{sep}");
-        for q in &suite.queries {
-            let base = median(suite, sf, 0.0, q.name, "union", tp);
-            let mut row = format!("| `{}` |", q.name);
-            for s in &shares {
-                let u = median(suite, sf, *s, q.name, "union", tp);
-                let _ = write!(
-                    row,
-                    " {} | {} | {} |",
-                    fmt_ms(timing(suite, sf, *s, q.name, "union", tp)),
-                    fmt_ratio(u, base),
-                    fmt_ratio(u, median(suite, sf, *s, q.name, "lake_only", tp))
-                );
-            }
-            let _ = writeln!(md, "{row}");
-        }
-    }
-
-    let all_sfs = sfs(suite);
-    if all_sfs.len() > 1 {
-        let first = all_sfs[0];
-        let _ = writeln!(
-            md,
-            "\n## Union read vs scale factor — tail 0% ({tp} partitions)\n\nRatio to **the union read at SF {first}**; data grows by the SF ratio.\n"
-        );
-        let mut header = "| query |".to_string();
-        let mut sep = "|---|".to_string();
-        for sf in &all_sfs {
-            let _ = write!(
-                header,
-                " SF {sf} ms | / SF {first} (data x{:.0}) |",
-                sf / first
-            );
-            sep.push_str("---|---|");
-        }
-        let _ = writeln!(md, "{header}\n{sep}");
-        for q in &suite.queries {
-            let base = median(suite, first, 0.0, q.name, "union", tp);
-            let mut row = format!("| `{}` |", q.name);
-            for sf in &all_sfs {
-                let _ = write!(
-                    row,
-                    " {} | {} |",
-                    fmt_ms(timing(suite, *sf, 0.0, q.name, "union", tp)),
-                    fmt_ratio(median(suite, *sf, 0.0, q.name, "union", tp), base)
-                );
-            }
-            let _ = writeln!(md, "{row}");
-        }
-    }
-
-    let tps: BTreeSet<usize> = suite
-        .measurements
-        .iter()
-        .map(|m| m.target_partitions)
-        .collect();
-    if tps.len() > 1 {
-        let min_tp = *tps.iter().next().unwrap_or(&1);
-        let _ = writeln!(
-            md,
-            "\n## Union read vs target partitions — tail 0%\n\nSpeed-up is **the union read at {min_tp} partition(s)** / this.\n"
-        );
-        for sf in sfs(suite) {
-            if !shares_at(suite, sf).contains(&0.0) {
-                continue;
-            }
-            let mut header = format!("SF {sf}\n\n| query |");
-            let mut sep = "|---|".to_string();
-            for t in &tps {
-                let _ = write!(header, " {t} partitions ms | speed-up |");
-                sep.push_str("---|---|");
-            }
-            let _ = writeln!(md, "{header}\n{sep}");
-            for q in &suite.queries {
-                let base = median(suite, sf, 0.0, q.name, "union", min_tp);
-                let mut row = format!("| `{}` |", q.name);
-                for t in &tps {
-                    let _ = write!(
-                        row,
-                        " {} | {} |",
-                        fmt_ms(timing(suite, sf, 0.0, q.name, "union", *t)),
-                        fmt_ratio(base, median(suite, sf, 0.0, q.name, "union", *t))
-                    );
-                }
-                let _ = writeln!(md, "{row}");
-            }
-            let _ = writeln!(md);
-        }
+    for lake in lakes(suite) {
+        lake_sections(&mut md, suite, lake);
     }
 
     let _ = writeln!(
@@ -1128,13 +1262,14 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
     );
     let _ = writeln!(
         md,
-        "| table | SF | tail share | tail changelog rows | union peak MiB | lake-only peak MiB | union / lake-only |\n|---|---|---|---|---|---|---|"
+        "| lake | table | SF | tail share | tail changelog rows | union peak MiB | lake-only peak MiB | union / lake-only |\n|---|---|---|---|---|---|---|---|"
     );
     for p in &suite.memory {
         let mib = |b: usize| b as f64 / 1048576.0;
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {:.1} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {:.1} | {} | {} |",
+            p.lake,
             p.table,
             p.sf,
             pct(p.tail_share),
@@ -1178,12 +1313,13 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
     let _ = writeln!(md, "\n## Point lookup: buckets read\n");
     let _ = writeln!(
         md,
-        "| SF | tail share | buckets with rows read | buckets | rows read |\n|---|---|---|---|---|"
+        "| lake | SF | tail share | buckets with rows read | buckets | rows read |\n|---|---|---|---|---|---|"
     );
     for l in &suite.lookups {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
+            l.lake,
             l.sf,
             pct(l.tail_share),
             l.buckets_with_rows,
@@ -1191,21 +1327,24 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
             l.rows_read
         );
     }
-    if let Some(l) = suite
-        .lookups
-        .iter()
-        .rev()
-        .find(|l| l.tail_share > 0.0)
-        .or(suite.lookups.last())
-    {
-        let _ = writeln!(
-            md,
-            "\nEXPLAIN ANALYZE of `{}` (SF {}, tail {}):\n\n```text\n{}```",
-            l.sql,
-            l.sf,
-            pct(l.tail_share),
-            l.plan
-        );
+    for lake in lakes(suite) {
+        let of_lake: Vec<_> = suite.lookups.iter().filter(|l| l.lake == lake).collect();
+        if let Some(l) = of_lake
+            .iter()
+            .rev()
+            .find(|l| l.tail_share > 0.0)
+            .or(of_lake.last())
+        {
+            let _ = writeln!(
+                md,
+                "\nEXPLAIN ANALYZE of `{}` ({}, SF {}, tail {}):\n\n```text\n{}```",
+                l.sql,
+                lake.title(),
+                l.sf,
+                pct(l.tail_share),
+                l.plan
+            );
+        }
     }
 
     if !charts.is_empty() {
@@ -1273,9 +1412,173 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
 
     let _ = writeln!(
         md,
-        "\n## Reproduce\n\n```sh\nbash tests/python/setup_venv.sh   # DuckDB + pypaimon peers\ncargo run --release --bin fluss-bench -- --out target/bench-results/suite\n```\n\n\
-         Raw numbers (every sample): `results.json`. The data is deterministic: TPC-H rows from tpchgen, \
+        "\n## Reproduce\n\n```sh\nbash tests/python/setup_venv.sh   # DuckDB + pypaimon + pyiceberg peers\ncargo run --release --bin fluss-bench -- --out target/bench-results/suite\n```\n\n\
+         `--lake-formats paimon,iceberg` picks the formats (default: all). \
+         Raw numbers (every sample, each with its `lake`): `results.json`. The data is deterministic: TPC-H rows from tpchgen, \
          the primary-key tail from `--seed`."
     );
     md
+}
+
+/// The sections of one lake format's datasets: peers at tail 0, tail share, scale
+/// factor, target partitions.
+fn lake_sections(md: &mut String, suite: &Suite, lake: LakeFormat) {
+    let tp = main_tp(suite);
+    let title = lake.title();
+    let reader = lake.python_peer();
+    let pk_files = match lake {
+        LakeFormat::Paimon => {
+            "For PK tables ListingTable and DuckDB read the Paimon files directly (one sorted run \
+             per bucket, retractions filtered, no merge), which is a lower bound."
+        }
+        LakeFormat::Iceberg => {
+            "For PK tables ListingTable and DuckDB read the Iceberg data files directly: the \
+             tiering writes one row per key, and the equality deletes it commits with them apply \
+             only to earlier snapshots' files, so the data files hold exactly the live rows. \
+             pyiceberg cannot read tables with equality-delete files (`not supported`)."
+        }
+    };
+    for sf in sfs(suite, lake) {
+        if !shares_at(suite, lake, sf).contains(&0.0) {
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "\n## {title}: union read vs peers — SF {sf}, tail 0% ({tp} partitions)\n\n\
+             Ratios are to **DataFusion ListingTable** over the same parquet files (lower bound of the lake part); \
+             the last column is lake-only / {reader}. {pk_files}\n"
+        );
+        let _ = writeln!(
+            md,
+            "| query | ListingTable ms | union ms | union / LT | lake-only ms | lake-only / LT | DuckDB ms | DuckDB / LT | {reader} ms | {reader} / LT | lake-only / {reader} |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for q in &suite.queries {
+            let c = |e: &str| cell(suite, lake, sf, 0.0, q.name, e, tp);
+            let med = |e: &str| median(suite, lake, sf, 0.0, q.name, e, tp);
+            let lt = med("listing_table");
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                q.name,
+                c("listing_table"),
+                c("union"),
+                fmt_ratio(med("union"), lt),
+                c("lake_only"),
+                fmt_ratio(med("lake_only"), lt),
+                c("duckdb"),
+                fmt_ratio(med("duckdb"), lt),
+                c(reader),
+                fmt_ratio(med(reader), lt),
+                fmt_ratio(med("lake_only"), med(reader)),
+            );
+        }
+    }
+
+    for sf in sfs(suite, lake) {
+        let shares = shares_at(suite, lake, sf);
+        if shares.len() < 2 {
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "\n## {title}: union read vs tail share — SF {sf} ({tp} partitions)\n\n\
+             Union median ms per tail share, with the ratio to **the union read at 0% tail** and to **lake-only at the same share** \
+             (`u/0%`, `u/lake`).\n"
+        );
+        let mut header = "| query |".to_string();
+        let mut sep = "|---|".to_string();
+        for s in &shares {
+            let _ = write!(header, " {} ms | u/0% | u/lake |", pct(*s));
+            sep.push_str("---|---|---|");
+        }
+        let _ = writeln!(md, "{header}\n{sep}");
+        for q in &suite.queries {
+            let base = median(suite, lake, sf, 0.0, q.name, "union", tp);
+            let mut row = format!("| `{}` |", q.name);
+            for s in &shares {
+                let u = median(suite, lake, sf, *s, q.name, "union", tp);
+                let _ = write!(
+                    row,
+                    " {} | {} | {} |",
+                    fmt_ms(timing(suite, lake, sf, *s, q.name, "union", tp)),
+                    fmt_ratio(u, base),
+                    fmt_ratio(u, median(suite, lake, sf, *s, q.name, "lake_only", tp))
+                );
+            }
+            let _ = writeln!(md, "{row}");
+        }
+    }
+
+    let all_sfs = sfs(suite, lake);
+    if all_sfs.len() > 1 {
+        let first = all_sfs[0];
+        let _ = writeln!(
+            md,
+            "\n## {title}: union read vs scale factor — tail 0% ({tp} partitions)\n\nRatio to **the union read at SF {first}**; data grows by the SF ratio.\n"
+        );
+        let mut header = "| query |".to_string();
+        let mut sep = "|---|".to_string();
+        for sf in &all_sfs {
+            let _ = write!(
+                header,
+                " SF {sf} ms | / SF {first} (data x{:.0}) |",
+                sf / first
+            );
+            sep.push_str("---|---|");
+        }
+        let _ = writeln!(md, "{header}\n{sep}");
+        for q in &suite.queries {
+            let base = median(suite, lake, first, 0.0, q.name, "union", tp);
+            let mut row = format!("| `{}` |", q.name);
+            for sf in &all_sfs {
+                let _ = write!(
+                    row,
+                    " {} | {} |",
+                    fmt_ms(timing(suite, lake, *sf, 0.0, q.name, "union", tp)),
+                    fmt_ratio(median(suite, lake, *sf, 0.0, q.name, "union", tp), base)
+                );
+            }
+            let _ = writeln!(md, "{row}");
+        }
+    }
+
+    let tps: BTreeSet<usize> = suite
+        .measurements
+        .iter()
+        .filter(|m| m.lake == lake)
+        .map(|m| m.target_partitions)
+        .collect();
+    if tps.len() > 1 {
+        let min_tp = *tps.iter().next().unwrap_or(&1);
+        let _ = writeln!(
+            md,
+            "\n## {title}: union read vs target partitions — tail 0%\n\nSpeed-up is **the union read at {min_tp} partition(s)** / this.\n"
+        );
+        for sf in sfs(suite, lake) {
+            if !shares_at(suite, lake, sf).contains(&0.0) {
+                continue;
+            }
+            let mut header = format!("SF {sf}\n\n| query |");
+            let mut sep = "|---|".to_string();
+            for t in &tps {
+                let _ = write!(header, " {t} partitions ms | speed-up |");
+                sep.push_str("---|---|");
+            }
+            let _ = writeln!(md, "{header}\n{sep}");
+            for q in &suite.queries {
+                let base = median(suite, lake, sf, 0.0, q.name, "union", min_tp);
+                let mut row = format!("| `{}` |", q.name);
+                for t in &tps {
+                    let _ = write!(
+                        row,
+                        " {} | {} |",
+                        fmt_ms(timing(suite, lake, sf, 0.0, q.name, "union", *t)),
+                        fmt_ratio(base, median(suite, lake, sf, 0.0, q.name, "union", *t))
+                    );
+                }
+                let _ = writeln!(md, "{row}");
+            }
+            let _ = writeln!(md);
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! The benchmark suite's smoke run: `fluss-bench --smoke` generates tiny TPC-H-shaped
-//! stores, runs every query on the union read and on every peer that can run, and
-//! writes the report. This test checks that the run succeeded and that `report.md`
-//! and `results.json` exist and list every query (it never looks at timings).
+//! stores for every lake format (Paimon, Iceberg), runs every query on the union read
+//! and on every peer that can run, and writes the report. This test checks that the
+//! run succeeded and that `report.md` and `results.json` exist and list every query
+//! for every format, with the Iceberg-vs-Paimon comparison (it never looks at timings).
 
 use std::process::Command;
 
@@ -16,6 +17,9 @@ const QUERIES: [&str; 9] = [
     "pk_scan_customer",
     "pk_scan_part",
 ];
+
+/// The lake formats the suite runs on.
+const LAKES: [&str; 2] = ["paimon", "iceberg"];
 
 #[test]
 fn smoke_run_writes_a_report_with_every_query() {
@@ -39,22 +43,94 @@ fn smoke_run_writes_a_report_with_every_query() {
     let measurements = results["measurements"]
         .as_array()
         .expect("measurements array");
+    let timed = |lake: &str, engine: &str, query: &str| {
+        measurements.iter().any(|m| {
+            m["lake"] == lake
+                && m["query"] == query
+                && m["engine"] == engine
+                && m["timing"]["median_ms"].is_number()
+        })
+    };
     for query in QUERIES {
         assert!(report.contains(query), "report.md does not list {query}");
+        for lake in LAKES {
+            for engine in ["union", "lake_only", "listing_table"] {
+                assert!(
+                    timed(lake, engine, query),
+                    "results.json has no {engine} timing for {query} on {lake}"
+                );
+            }
+        }
+    }
+    let datasets = results["datasets"].as_array().expect("datasets array");
+    for lake in LAKES {
         assert!(
-            measurements.iter().any(|m| m["query"] == query
-                && m["engine"] == "union"
-                && m["timing"]["median_ms"].is_number()),
-            "results.json has no union timing for {query}"
+            datasets.iter().any(|d| d["lake"] == lake),
+            "results.json has no {lake} dataset"
         );
     }
-    for section in ["## Targets", "## Peers", "## Log tail decode"] {
+    for section in [
+        "## Targets",
+        "## Iceberg vs Paimon",
+        "## Iceberg: union read vs peers",
+        "## Paimon: union read vs peers",
+        "## Peers",
+        "## Log tail decode",
+    ] {
         assert!(report.contains(section), "report.md lacks {section}");
+    }
+    let targets = results["targets"].as_array().expect("targets array");
+    let target = |name: &str, lake: Option<&str>| {
+        targets
+            .iter()
+            .find(|t| t["name"] == name && t["lake"].as_str() == lake)
+            .unwrap_or_else(|| panic!("results.json lacks target {name} ({lake:?})"))
+    };
+    for lake in LAKES {
+        let t = target("lake_only_vs_listing_table", Some(lake));
+        assert!(
+            t["value"].is_number(),
+            "{lake} lake-only / ListingTable: {t}"
+        );
+    }
+    let t = target("iceberg_pk_union_tail10_vs_paimon", None);
+    assert!(t["value"].is_number(), "Iceberg / Paimon PK union: {t}");
+
+    // pyiceberg, when the Python peers ran: log-table queries timed, queries of the
+    // primary-key tables (equality deletes) reported as not supported, never failed
+    let peers = results["peers"].as_array().expect("peers array");
+    let pyiceberg_ran = peers
+        .iter()
+        .any(|p| p["name"] == "pyiceberg" && p["ran"] == true);
+    if pyiceberg_ran {
+        for query in QUERIES {
+            let m = measurements
+                .iter()
+                .find(|m| {
+                    m["lake"] == "iceberg" && m["engine"] == "pyiceberg" && m["query"] == query
+                })
+                .unwrap_or_else(|| panic!("no pyiceberg measurement of {query}"));
+            let pk = matches!(
+                query,
+                "point_lookup" | "enrichment_join" | "pk_scan_customer" | "pk_scan_part"
+            );
+            if pk {
+                assert!(m["not_supported"].is_string(), "pyiceberg {query}: {m}");
+            } else {
+                assert!(
+                    m["timing"]["median_ms"].is_number(),
+                    "pyiceberg {query}: {m}"
+                );
+            }
+        }
     }
     assert_eq!(
         results["decode"].as_array().map(Vec::len),
         Some(2),
         "log decode measured for ZSTD and LZ4_FRAME"
     );
-    assert!(out.path().join("peers.svg").exists(), "peers.svg");
+    for lake in LAKES {
+        let chart = format!("peers_{lake}.svg");
+        assert!(out.path().join(&chart).exists(), "{chart}");
+    }
 }
