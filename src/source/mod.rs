@@ -155,6 +155,33 @@ pub struct ReadableSnapshot {
     pub offsets: TableBucketOffsets,
 }
 
+/// A bounded read of one bucket's log, batch by batch (a LocalStore's segments, a
+/// cluster's FetchLog answers).
+#[async_trait]
+pub(crate) trait BucketBatches: Send + 'static {
+    /// The next decoded batch of the range, `None` at its end.
+    async fn next_batch(&mut self) -> Result<Option<ChangelogBatch>>;
+}
+
+/// The batches of `reader` as a stream whose errors name the table and bucket.
+pub(crate) fn bucket_stream(
+    reader: impl BucketBatches,
+    table: &FlussTable,
+    bucket: i32,
+) -> BoxStream<'static, Result<ChangelogBatch>> {
+    let table_name = table.path.to_string();
+    Box::pin(futures::stream::try_unfold(reader, move |mut reader| {
+        let table_name = table_name.clone();
+        async move {
+            let next = reader.next_batch().await.map_err(|e| {
+                e.with_context("table", table_name)
+                    .with_context("bucket", bucket)
+            })?;
+            Ok(next.map(|b| (b, reader)))
+        }
+    }))
+}
+
 /// The read side of Fluss: metadata, lake snapshot pointers, offsets and log ranges.
 #[async_trait]
 pub trait FlussSource: Debug + Send + Sync {

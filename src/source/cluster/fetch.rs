@@ -162,9 +162,11 @@ impl BucketFetchReader {
             pending: VecDeque::new(),
         }
     }
+}
 
-    /// The next decoded batch of the range, `None` at its end.
-    pub(crate) async fn next_batch(&mut self) -> Result<Option<ChangelogBatch>> {
+#[async_trait::async_trait]
+impl crate::source::BucketBatches for BucketFetchReader {
+    async fn next_batch(&mut self) -> Result<Option<ChangelogBatch>> {
         loop {
             if self.cursor.is_done() {
                 return Ok(None);
@@ -185,7 +187,9 @@ impl BucketFetchReader {
             }
         }
     }
+}
 
+impl BucketFetchReader {
     /// Fetches the batches from the cursor's position on.
     async fn fill(&mut self) -> Result<()> {
         let position = self.cursor.position();

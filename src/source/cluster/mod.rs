@@ -449,19 +449,7 @@ impl FlussSource for ClusterSource {
                 .unwrap_or(DEFAULT_MAX_FETCH_BYTES),
         };
         let reader = BucketFetchReader::new(connection, fetch, cursor);
-        let table_name = table.path.to_string();
-        let bucket_id = bucket.bucket;
-        let stream = futures::stream::try_unfold(reader, move |mut reader| {
-            let table_name = table_name.clone();
-            async move {
-                let next = reader.next_batch().await.map_err(|e| {
-                    e.with_context("table", table_name)
-                        .with_context("bucket", bucket_id)
-                })?;
-                Ok(next.map(|b| (b, reader)))
-            }
-        });
-        Ok(Box::pin(stream))
+        Ok(super::bucket_stream(reader, table, bucket.bucket))
     }
 
     async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {

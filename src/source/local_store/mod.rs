@@ -508,19 +508,7 @@ impl FlussSource for LocalStore {
             table.schemas.latest()?,
             options,
         )?;
-        let table_name = table.path.to_string();
-        let bucket_id = bucket.bucket;
-        let stream = futures::stream::try_unfold(reader, move |mut reader| {
-            let table_name = table_name.clone();
-            async move {
-                let next = reader.next_batch().await.map_err(|e| {
-                    e.with_context("table", table_name)
-                        .with_context("bucket", bucket_id)
-                })?;
-                Ok(next.map(|b| (b, reader)))
-            }
-        });
-        Ok(Box::pin(stream))
+        Ok(super::bucket_stream(reader, table, bucket.bucket))
     }
 }
 
@@ -566,5 +554,12 @@ impl FlussWriter for LocalStore {
 
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         crate::lake::tiering::tier(self, path).await
+    }
+}
+
+#[async_trait]
+impl super::BucketBatches for crate::log::BucketLogReader {
+    async fn next_batch(&mut self) -> Result<Option<ChangelogBatch>> {
+        crate::log::BucketLogReader::next_batch(self).await
     }
 }
