@@ -5,6 +5,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/python/setup_venv.sh >/dev/null
 export FLUSS_REQUIRE_PYTHON="${FLUSS_REQUIRE_PYTHON:-1}"
+
+# One local S3-compatible server (moto, 127.0.0.1 only) for every test process; it
+# stops when this script exits, or by itself after 90 minutes.
+s3_log="$(mktemp)"
+.venv/bin/python tests/python/s3_server.py --bucket fluss-lake --no-stdin-watch \
+  --max-seconds 5400 >"$s3_log" 2>/dev/null </dev/null &
+s3_pid=$!
+trap 'kill "$s3_pid" 2>/dev/null || true; rm -f "$s3_log"' EXIT
+for _ in $(seq 300); do
+  grep -q '^endpoint=' "$s3_log" && break
+  kill -0 "$s3_pid" 2>/dev/null || { echo "the S3 test server did not start" >&2; exit 1; }
+  sleep 0.1
+done
+FLUSS_TEST_S3_ENDPOINT="$(sed -n 's/^endpoint=//p' "$s3_log")"
+[ -n "$FLUSS_TEST_S3_ENDPOINT" ] || { echo "the S3 test server did not start" >&2; exit 1; }
+export FLUSS_TEST_S3_ENDPOINT
+echo "== S3 test server at $FLUSS_TEST_S3_ENDPOINT"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 for example in examples/*.rs; do

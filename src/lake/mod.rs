@@ -112,9 +112,18 @@ pub struct LakeLocation {
     /// Catalog and storage options (`table.datalake.<format>.*` without the prefix,
     /// plus the source's). They may hold credentials: never shown.
     pub options: HashMap<String, String>,
-    /// The object store the lake's data files are read through, when the source has
-    /// one ready (local files need none).
-    pub object_store: Option<Arc<dyn ObjectStore>>,
+}
+
+impl LakeLocation {
+    /// The object store holding the warehouse, built from the storage options (and
+    /// the standard environment); `None` for a local warehouse.
+    pub fn object_store(&self) -> Result<Option<Arc<dyn ObjectStore>>> {
+        if !crate::storage::remote::is_remote(&self.warehouse) {
+            return Ok(None);
+        }
+        crate::storage::remote::remote_store(&self.warehouse, &self.options)
+            .map(|(store, _)| Some(store))
+    }
 }
 
 impl fmt::Debug for LakeLocation {

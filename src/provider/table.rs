@@ -437,13 +437,13 @@ fn group_merge_tasks(splits: &[LakeSplit], target: usize) -> Vec<Vec<MergeTask>>
 /// Makes the lake's object store (when its source has one ready) the store
 /// DataFusion's parquet source reads the warehouse's files through.
 fn register_lake_store(state: &dyn Session, location: &LakeLocation) -> Result<()> {
-    let Some(store) = &location.object_store else {
+    let Some(store) = location.object_store()? else {
         return Ok(());
     };
     let (url, _) = object_location(&location.warehouse)?;
     state
         .runtime_env()
-        .register_object_store(url.as_ref(), store.clone());
+        .register_object_store(url.as_ref(), store);
     Ok(())
 }
 

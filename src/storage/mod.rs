@@ -11,6 +11,7 @@
 mod faults;
 mod local;
 mod lock;
+pub mod remote;
 
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
@@ -78,14 +79,14 @@ impl Storage {
                 faults: None,
             });
         }
-        let url = Url::parse(location).map_err(|e| {
+        Url::parse(location).map_err(|e| {
             Error::invalid_input("store location is neither a path nor a URL")
                 .with_context("location", redact(location))
                 .with_source(e)
         })?;
-        let (store, root) = object_store::parse_url_opts(&url, std::env::vars())?;
+        let (store, root) = remote::remote_store(location, &std::collections::HashMap::new())?;
         Ok(Self {
-            store: Arc::from(store),
+            store,
             root,
             local_root: None,
             display_root: redact(location),
@@ -168,13 +169,7 @@ impl Storage {
                 })?;
                 return Ok((Arc::new(LocalFileSystem::new()), object));
             }
-            let url = Url::parse(path).map_err(|e| {
-                Error::invalid_input("invalid URL")
-                    .with_context("path", redact(path))
-                    .with_source(e)
-            })?;
-            let (store, object) = object_store::parse_url_opts(&url, std::env::vars())?;
-            return Ok((Arc::from(store), object));
+            return remote::remote_store(path, &std::collections::HashMap::new());
         }
         Ok((self.store.clone(), self.child(path)?))
     }

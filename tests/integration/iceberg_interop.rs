@@ -17,18 +17,24 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use fluss::metadata::TablePath;
-use fluss_datafusion::source::{FlussSource, LocalStore};
+use fluss_datafusion::source::{FlussSource, LocalStore, LocalStoreOptions};
 use fluss_datafusion::sql::FlussSession;
 use serde_json::{Value, json};
 
 /// pyiceberg's tables, or `None` (test skipped) without the Python venv.
 fn fixtures() -> Option<tempfile::TempDir> {
+    fixtures_with(&[])
+}
+
+/// pyiceberg's tables, written with the generator's extra `args` (`--s3-endpoint`).
+pub(super) fn fixtures_with(args: &[&str]) -> Option<tempfile::TempDir> {
     let python = common::venv_python()?;
     let dir = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/gen_iceberg_fixtures.py");
     let status = std::process::Command::new(python)
         .arg(script)
         .arg(dir.path())
+        .args(args)
         .status()
         .unwrap();
     assert!(status.success(), "gen_iceberg_fixtures.py failed");
@@ -40,7 +46,7 @@ fn expected(fixtures: &Path, name: &str) -> Value {
 }
 
 /// Expected rows of `table` with only `columns`, sorted.
-fn expected_rows(fixtures: &Path, table: &str, columns: &[&str]) -> Vec<Value> {
+pub(super) fn expected_rows(fixtures: &Path, table: &str, columns: &[&str]) -> Vec<Value> {
     let rows = expected(fixtures, &format!("{table}.json"));
     common::sort_rows(
         rows.as_array()
@@ -65,7 +71,7 @@ fn latest_snapshot(fixtures: &Path, table: &str) -> i64 {
         .unwrap()
 }
 
-struct Store {
+pub(super) struct Store {
     dir: tempfile::TempDir,
     store: Arc<LocalStore>,
     session: FlussSession,
@@ -73,9 +79,13 @@ struct Store {
 
 impl Store {
     async fn new() -> Self {
+        Self::with_options(LocalStoreOptions::default()).await
+    }
+
+    pub(super) async fn with_options(options: LocalStoreOptions) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(
-            LocalStore::open(dir.path().to_str().unwrap())
+            LocalStore::open_with_options(dir.path().to_str().unwrap(), options)
                 .await
                 .unwrap(),
         );
@@ -87,14 +97,22 @@ impl Store {
         }
     }
 
-    async fn sql(&self, sql: &str) -> Vec<RecordBatch> {
+    pub(super) fn session(&self) -> &FlussSession {
+        &self.session
+    }
+
+    pub(super) fn store(&self) -> &LocalStore {
+        &self.store
+    }
+
+    pub(super) async fn sql(&self, sql: &str) -> Vec<RecordBatch> {
         self.session
             .execute(sql)
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
-    async fn rows(&self, sql: &str) -> Vec<Value> {
+    pub(super) async fn rows(&self, sql: &str) -> Vec<Value> {
         common::sort_rows(common::render_rows(&self.sql(sql).await))
     }
 
@@ -153,12 +171,17 @@ fn warehouse(fixtures: &Path) -> String {
 async fn a_pyiceberg_primary_key_table_with_delete_files_union_reads_with_its_tail() {
     let Some(fx) = fixtures() else { return };
     let fx = fx.path();
-    let s = Store::new().await;
+    let lake = format!("'table.datalake.iceberg.warehouse' = '{}'", warehouse(fx));
+    pk_t_union_reads_with_its_tail(&Store::new().await, fx, &lake).await;
+}
+
+/// pyiceberg's `pk_t` (`fixtures`), found through the lake properties `lake`, read
+/// alone and under a tail of upserts and deletes.
+pub(super) async fn pk_t_union_reads_with_its_tail(s: &Store, fx: &Path, lake: &str) {
     s.sql(&format!(
         "CREATE TABLE fluss.pk_t (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED) \
          WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
-         'table.datalake.format' = 'iceberg', 'table.datalake.iceberg.warehouse' = '{}')",
-        warehouse(fx)
+         'table.datalake.format' = 'iceberg', {lake})"
     ))
     .await;
     // The tablet's key state holds what was tiered (a delete of an unknown key writes
@@ -225,12 +248,17 @@ async fn a_pyiceberg_primary_key_table_with_delete_files_union_reads_with_its_ta
 async fn a_pyiceberg_partitioned_log_table_union_reads_with_its_tail() {
     let Some(fx) = fixtures() else { return };
     let fx = fx.path();
-    let s = Store::new().await;
+    let lake = format!("'table.datalake.iceberg.warehouse' = '{}'", warehouse(fx));
+    log_t_union_reads_with_its_tail(&Store::new().await, fx, &lake).await;
+}
+
+/// pyiceberg's partitioned `log_t` (`fixtures`), found through the lake properties
+/// `lake`, read alone, under a tail, and with pruning filters.
+pub(super) async fn log_t_union_reads_with_its_tail(s: &Store, fx: &Path, lake: &str) {
     s.sql(&format!(
         "CREATE TABLE fluss.log_t (id BIGINT, name STRING, dt STRING) PARTITIONED BY (dt) \
          WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', \
-         'table.datalake.format' = 'iceberg', 'table.datalake.iceberg.warehouse' = '{}')",
-        warehouse(fx)
+         'table.datalake.format' = 'iceberg', {lake})"
     ))
     .await;
     // The partitions exist in Fluss; what their logs held up to now is in the lake.

@@ -16,5 +16,6 @@ mod iceberg_interop;
 mod local_store;
 mod log_statistics_golden;
 mod no_silent_loss;
+mod object_storage;
 mod pypaimon_interop;
 mod union_read;

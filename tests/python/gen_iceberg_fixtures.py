@@ -2,6 +2,12 @@
 """Generate the small Iceberg warehouse fixture used by the Rust tests.
 
 Usage: .venv/bin/python tests/python/gen_iceberg_fixtures.py <out_dir>
+           [--s3-endpoint http://127.0.0.1:<port> --s3-warehouse s3://<bucket>/<prefix>]
+
+With --s3-endpoint, the tables log_t and pk_t are written to the S3-compatible
+server instead (moto, tests/python/s3_server.py; any credentials): data and
+metadata under <s3-warehouse>/warehouse/, the hadoop layout under
+<s3-warehouse>/hadoop/; the sqlite catalog and expected/ stay in <out_dir>.
 
 Iceberg metadata holds absolute file:// paths, so this fixture cannot be
 committed: the Rust tests run this script into a temporary directory. It
@@ -79,7 +85,6 @@ import shutil
 import sys
 import uuid
 from contextlib import contextmanager
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -141,10 +146,6 @@ def _props(table_name, n):
         "fluss-offsets": f"fluss-offsets/{table_name}/commit-{n}.offsets",
         "commit-user": COMMIT_USER,
     }
-
-
-def _local(path_or_uri):
-    return urlparse(path_or_uri).path if path_or_uri.startswith("file:") else path_or_uri
 
 
 def _dump(path, obj):
@@ -346,9 +347,12 @@ def _deletes_manifests():
 def _write_delete_file(t, path, arrow_table, iceberg_schema, content, partition,
                        equality_ids=None):
     """Write a delete parquet file (field ids on every column) and describe it."""
-    os.makedirs(os.path.dirname(_local(path)), exist_ok=True)
-    pq.write_table(arrow_table, _local(path), compression="zstd")
-    meta = pq.read_metadata(_local(path))
+    # through the table's FileIO: a local path or an object store alike
+    with t.io.new_output(path).create(overwrite=True) as out:
+        pq.write_table(arrow_table, out, compression="zstd")
+    with t.io.new_input(path).open() as f:
+        meta = pq.read_metadata(f)
+    size = len(t.io.new_input(path))
     # Full (untruncated) bounds, so a position delete's file_path bounds name
     # the data file exactly, as Java writes them.
     stats = data_file_statistics_from_parquet_metadata(
@@ -362,7 +366,7 @@ def _write_delete_file(t, path, arrow_table, iceberg_schema, content, partition,
         file_path=path,
         file_format=FileFormat.PARQUET,
         partition=partition,
-        file_size_in_bytes=os.path.getsize(_local(path)),
+        file_size_in_bytes=size,
         sort_order_id=None,
         spec_id=t.spec().spec_id,
         equality_ids=equality_ids,
@@ -492,20 +496,28 @@ def _snapshots(t):
     return out
 
 
-def _hadoop_copy(t, out, name):
+def _hadoop_copy(t, hadoop_root, name):
+    """Copy every metadata JSON of `t`, in commit order, into the hadoop layout."""
     files = [e.metadata_file for e in t.metadata.metadata_log] + [t.metadata_location]
-    dest = os.path.join(out, "hadoop", NS, name, "metadata")
-    os.makedirs(dest)
+    dest = f"{hadoop_root}/{NS}/{name}/metadata"
     for n, f in enumerate(files, start=1):
-        shutil.copyfile(_local(f), os.path.join(dest, f"v{n}.metadata.json"))
-    with open(os.path.join(dest, "version-hint.text"), "w") as f:
-        f.write(str(len(files)))
+        with t.io.new_input(f).open() as src:
+            data = src.read()
+        with t.io.new_output(f"{dest}/v{n}.metadata.json").create(overwrite=True) as dst:
+            dst.write(data)
+    with t.io.new_output(f"{dest}/version-hint.text").create(overwrite=True) as dst:
+        dst.write(str(len(files)).encode())
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: {sys.argv[0]} <out_dir>")
-    out = os.path.normpath(os.path.abspath(sys.argv[1]))
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out_dir")
+    parser.add_argument("--s3-endpoint")
+    parser.add_argument("--s3-warehouse")
+    args = parser.parse_args()
+    out = os.path.normpath(os.path.abspath(args.out_dir))
     if os.path.exists(out):
         shutil.rmtree(out)
     warehouse = os.path.join(out, "warehouse")
@@ -513,23 +525,35 @@ def main():
     os.makedirs(warehouse)
     os.makedirs(expected)
 
-    catalog = SqlCatalog("default", uri=f"sqlite:///{warehouse}/catalog.db",
-                         warehouse=f"file://{warehouse}")
+    if args.s3_endpoint:
+        root = args.s3_warehouse.rstrip("/")
+        catalog = SqlCatalog("default", uri=f"sqlite:///{warehouse}/catalog.db",
+                             warehouse=f"{root}/warehouse",
+                             **{"s3.endpoint": args.s3_endpoint,
+                                "s3.access-key-id": "fixture-writer",
+                                "s3.secret-access-key": "fixture-writer",
+                                "s3.region": "us-east-1"})
+        hadoop_root = f"{root}/hadoop"
+        tables = (("log_t", build_log_t), ("pk_t", build_pk_t))
+    else:
+        catalog = SqlCatalog("default", uri=f"sqlite:///{warehouse}/catalog.db",
+                             warehouse=f"file://{warehouse}")
+        hadoop_root = os.path.join(out, "hadoop")
+        tables = (
+            ("log_t", build_log_t),
+            ("pk_t", build_pk_t),
+            ("swapped_t", build_swapped_t),
+            ("pk_unknown_eq_ids", lambda c: build_pk_t(c, "pk_unknown_eq_ids", "unknown_eq_ids")),
+            ("pk_eq_file_without_key",
+             lambda c: build_pk_t(c, "pk_eq_file_without_key", "eq_file_without_key")),
+        )
     catalog.create_namespace(NS)
 
-    tables = (
-        ("log_t", build_log_t),
-        ("pk_t", build_pk_t),
-        ("swapped_t", build_swapped_t),
-        ("pk_unknown_eq_ids", lambda c: build_pk_t(c, "pk_unknown_eq_ids", "unknown_eq_ids")),
-        ("pk_eq_file_without_key",
-         lambda c: build_pk_t(c, "pk_eq_file_without_key", "eq_file_without_key")),
-    )
     for name, build in tables:
         t, rows = build(catalog)
         _dump(os.path.join(expected, f"{name}.json"), rows)
         _dump(os.path.join(expected, f"{name}.snapshots.json"), _snapshots(t))
-        _hadoop_copy(t, out, name)
+        _hadoop_copy(t, hadoop_root, name)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ PKGS=(
   "duckdb==1.4.4"
   # the official Apache Fluss Python client (module `fluss`); needs pandas>=2.3.1, pyarrow>=10
   "pyfluss==1.0.0"
+  # a local S3-compatible server (`moto_server`) for the object-storage lake tests
+  "moto[server]==5.2.5"
 )
 
 if [ ! -x "$PY" ]; then

@@ -26,7 +26,9 @@ mod print;
 use clap::Parser;
 use demo::{DEMO_DATABASE, SUGGESTED_QUERIES, create_demo};
 use fluss_datafusion::error::{Error, Result};
-use fluss_datafusion::source::{ClusterOptions, ClusterSource, FlussSource, LocalStore};
+use fluss_datafusion::source::{
+    ClusterOptions, ClusterSource, FlussSource, LocalStore, LocalStoreOptions,
+};
 use fluss_datafusion::sql::{
     FlussSession, SessionOptions, StatementResult, describe_table, is_complete, list_tables,
     one_line, parse_object_name, split_statements,
@@ -690,6 +692,10 @@ fn run(args: Args) -> Result<ExitCode> {
         ));
     }
     let store_location = args.store.clone();
+    let store_options = LocalStoreOptions {
+        lake_options: args.lake_option.iter().cloned().collect(),
+        ..LocalStoreOptions::default()
+    };
     let cluster = args
         .bootstrap_servers
         .as_deref()
@@ -698,7 +704,8 @@ fn run(args: Args) -> Result<ExitCode> {
         let (store, source): (Option<Arc<LocalStore>>, Arc<dyn FlussSource>) = match cluster {
             Some(options) => (None, Arc::new(ClusterSource::connect(options).await?)),
             None => {
-                let store = Arc::new(LocalStore::open(&store_location).await?);
+                let store =
+                    Arc::new(LocalStore::open_with_options(&store_location, store_options).await?);
                 (Some(store.clone()), store)
             }
         };

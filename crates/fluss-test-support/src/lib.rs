@@ -11,6 +11,7 @@
 //! * [`memory`]: an in-memory `ClusterModel`.
 //! * [`local_store`]: a `ClusterModel` holding everything a library `LocalStore` holds.
 //! * [`server`]: the server itself.
+//! * [`s3`]: a local S3-compatible server (moto) for lakes on object storage.
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
@@ -36,4 +37,5 @@ pub mod memory;
 pub mod mirror;
 pub mod model;
 pub mod proto;
+pub mod s3;
 pub mod server;

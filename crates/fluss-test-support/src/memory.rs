@@ -52,6 +52,47 @@ impl MemoryCluster {
         self
     }
 
+    /// Sets property `key` of table `database.name` to `value` (as an operator would
+    /// with `ALTER TABLE … SET`); `false` if there is no such table or its descriptor
+    /// is not a JSON object.
+    pub fn set_table_property(
+        &mut self,
+        database: &str,
+        name: &str,
+        key: &str,
+        value: &str,
+    ) -> bool {
+        let Some(table) = self
+            .databases
+            .get_mut(database)
+            .and_then(|tables| tables.get_mut(name))
+        else {
+            return false;
+        };
+        let Ok(serde_json::Value::Object(mut descriptor)) =
+            serde_json::from_slice::<serde_json::Value>(&table.table_json)
+        else {
+            return false;
+        };
+        let properties = descriptor
+            .entry("properties")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        let serde_json::Value::Object(properties) = properties else {
+            return false;
+        };
+        properties.insert(
+            key.to_string(),
+            serde_json::Value::String(value.to_string()),
+        );
+        match serde_json::to_vec(&descriptor) {
+            Ok(json) => {
+                table.table_json = json;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Sets the log of one bucket.
     pub fn add_log(
         &mut self,

@@ -6,12 +6,21 @@
 //! Iceberg's `HadoopTableOperations` writes them (the `iceberg` crate has no Hadoop
 //! catalog, so the hint is read here and the metadata loaded as a static table).
 
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+#[cfg(test)]
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use iceberg::TableIdent;
+use iceberg::io::{FileIO, FileIOBuilder, StorageFactory};
 use iceberg::table::Table;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
 
-use super::hadoop::HadoopCatalog;
+use super::storage::ObjectStorageFactory;
+use crate::storage::remote::{is_remote, remote_store};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
@@ -58,7 +67,7 @@ pub async fn load_table(
     table: &str,
 ) -> Result<Option<Table>> {
     match IcebergCatalogType::of(location)? {
-        IcebergCatalogType::Hadoop => load_hadoop(&location.warehouse, database, table).await,
+        IcebergCatalogType::Hadoop => load_hadoop(location, database, table).await,
         IcebergCatalogType::Sql => load_sql(location, database, table).await,
         IcebergCatalogType::Rest => load_rest(location, database, table).await,
     }
@@ -106,7 +115,7 @@ async fn load_sql(location: &LakeLocation, database: &str, table: &str) -> Resul
             .with_source(e)
     };
     let catalog = SqlCatalogBuilder::default()
-        .with_storage_factory(std::sync::Arc::new(iceberg::io::LocalFsStorageFactory))
+        .with_storage_factory(storage_factory(location))
         .load(name, props)
         .await
         .map_err(catalog_error)?;
@@ -168,7 +177,7 @@ async fn load_rest(location: &LakeLocation, database: &str, table: &str) -> Resu
         }
     };
     let catalog = RestCatalogBuilder::default()
-        .with_storage_factory(std::sync::Arc::new(iceberg::io::LocalFsStorageFactory))
+        .with_storage_factory(storage_factory(location))
         .load(name, props)
         .await
         .map_err(catalog_error("cannot open the Iceberg rest catalog"))?;
@@ -183,7 +192,8 @@ async fn load_rest(location: &LakeLocation, database: &str, table: &str) -> Resu
     }
 }
 
-/// The local directory of a warehouse path or `file://` URL.
+/// The local directory of a warehouse path or `file://` URL (the LocalStore's
+/// tiering writes local warehouses only).
 pub(super) fn local_dir(warehouse: &str) -> Result<PathBuf> {
     let path = warehouse
         .strip_prefix("file://")
@@ -191,79 +201,207 @@ pub(super) fn local_dir(warehouse: &str) -> Result<PathBuf> {
         .unwrap_or(warehouse);
     if !path.starts_with('/') {
         return Err(Error::unsupported(
-            "Iceberg warehouses on object storage are not supported yet (local paths are)",
+            "tiering to an Iceberg warehouse on object storage is not supported (reading is)",
         )
         .with_context("warehouse", redact(warehouse)));
     }
     Ok(PathBuf::from(path))
 }
 
-async fn load_hadoop(warehouse: &str, database: &str, table: &str) -> Result<Option<Table>> {
-    let ident = TableIdent::from_strs([database, table])
-        .map_err(|e| Error::invalid_input("bad Iceberg table name").with_source(e))?;
-    HadoopCatalog::new(warehouse)?.load_optional(&ident).await
+/// The file IO of Iceberg tables at `location`: local files and object stores,
+/// configured by the location's storage options.
+pub(super) fn file_io(location: &LakeLocation) -> FileIO {
+    FileIOBuilder::new(storage_factory(location)).build()
 }
 
-/// The current metadata version of a hadoop table: `version-hint.text` and any later
-/// version that exists (as Iceberg's `HadoopTableOperations.refresh` moves past the
-/// hint), or the highest `v<N>.metadata.json` when the hint is missing (as its
-/// `findVersion` falls back); `None` if there is no table.
-pub(super) fn current_version(metadata_dir: &Path) -> Result<Option<u64>> {
-    let hint = metadata_dir.join("version-hint.text");
-    match std::fs::read_to_string(&hint) {
-        Ok(text) => {
-            let mut version: u64 = text.trim().parse().map_err(|_| {
-                Error::data_invalid("version-hint.text does not hold a version number")
-                    .with_context("file", hint.display().to_string())
-            })?;
-            // A commit that crashed before updating the hint is still committed.
-            while metadata_dir
-                .join(format!("v{}.metadata.json", version + 1))
-                .exists()
-            {
-                version += 1;
-            }
-            return Ok(Some(version));
+/// The storage factory handed to Iceberg catalogs for `location`.
+pub(super) fn storage_factory(location: &LakeLocation) -> Arc<dyn StorageFactory> {
+    Arc::new(ObjectStorageFactory::new(location.options.clone()))
+}
+
+async fn load_hadoop(
+    location: &LakeLocation,
+    database: &str,
+    table: &str,
+) -> Result<Option<Table>> {
+    let ident = TableIdent::from_strs([database, table])
+        .map_err(|e| Error::invalid_input("bad Iceberg table name").with_source(e))?;
+    let table_dir = format!(
+        "{}/{database}/{table}",
+        location.warehouse.trim_end_matches('/')
+    );
+    let metadata = MetadataDir::open(&format!("{table_dir}/metadata"), &location.options)?;
+    match metadata.current_version().await? {
+        None => Ok(None),
+        Some(version) => {
+            load_metadata_file(&metadata.version_file(version), &ident, file_io(location))
+                .await
+                .map(Some)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(&hint, e)),
     }
-    let entries = match std::fs::read_dir(metadata_dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(metadata_dir, e)),
-    };
-    let mut highest = None;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(metadata_dir, e))?;
-        let name = entry.file_name();
-        let version = name
-            .to_str()
-            .and_then(|n| n.strip_prefix('v'))
-            .and_then(|n| n.strip_suffix(".metadata.json"))
-            .and_then(|n| n.parse::<u64>().ok());
-        highest = highest.max(version);
+}
+
+/// Loads the Iceberg table whose metadata is the file at `location`.
+pub(super) async fn load_metadata_file(
+    location: &str,
+    ident: &TableIdent,
+    file_io: FileIO,
+) -> Result<Table> {
+    let table =
+        iceberg::table::StaticTable::from_metadata_file(location, ident.clone(), file_io.clone())
+            .await
+            .map_err(|e| {
+                Error::new(ErrorKind::Lake, "cannot read the Iceberg table metadata")
+                    .with_context("file", redact(location))
+                    .with_source(e)
+            })?;
+    // Writable: a static table is read-only, but the transaction only needs its
+    // metadata, FileIO and identifier.
+    Table::builder()
+        .metadata(table.metadata())
+        .metadata_location(location.to_string())
+        .identifier(ident.clone())
+        .file_io(file_io)
+        .runtime(iceberg::Runtime::try_current().map_err(|e| {
+            Error::new(ErrorKind::Lake, "no async runtime for the Iceberg table").with_source(e)
+        })?)
+        .build()
+        .map_err(|e| {
+            Error::new(ErrorKind::Lake, "cannot open the Iceberg table")
+                .with_context("file", redact(location))
+                .with_source(e)
+        })
+}
+
+/// The `metadata/` directory of a hadoop table, local or on an object store.
+pub(super) struct MetadataDir {
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    location: String,
+}
+
+impl MetadataDir {
+    /// The directory at `location` (a path or URL), reached with `options`.
+    pub(super) fn open(location: &str, options: &HashMap<String, String>) -> Result<Self> {
+        let location = location.trim_end_matches('/').to_string();
+        let (store, path) = if is_remote(&location) {
+            remote_store(&location, options)?
+        } else {
+            let local = local_dir(&location)?;
+            let path = ObjectPath::from_absolute_path(&local).map_err(|e| {
+                Error::invalid_input("invalid local path")
+                    .with_context("path", local.display())
+                    .with_source(e)
+            })?;
+            (
+                Arc::new(LocalFileSystem::new()) as Arc<dyn ObjectStore>,
+                path,
+            )
+        };
+        Ok(Self {
+            store,
+            path,
+            location,
+        })
     }
-    Ok(highest)
+
+    /// The location of `v<version>.metadata.json`.
+    pub(super) fn version_file(&self, version: u64) -> String {
+        format!("{}/v{version}.metadata.json", self.location)
+    }
+
+    async fn exists(&self, name: &str) -> Result<bool> {
+        match self.store.head(&self.path.clone().join(name)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => {
+                Err(Error::from(e)
+                    .with_context("file", redact(&format!("{}/{name}", self.location))))
+            }
+        }
+    }
+
+    /// The current metadata version: `version-hint.text` and any later version that
+    /// exists (as Iceberg's `HadoopTableOperations.refresh` moves past the hint), or
+    /// the highest `v<N>.metadata.json` when the hint is missing (as its
+    /// `findVersion` falls back); `None` if there is no table.
+    pub(super) async fn current_version(&self) -> Result<Option<u64>> {
+        let hint_location = redact(&format!("{}/version-hint.text", self.location));
+        match self
+            .store
+            .get(&self.path.clone().join("version-hint.text"))
+            .await
+        {
+            Ok(got) => {
+                let text = got
+                    .bytes()
+                    .await
+                    .map_err(|e| Error::from(e).with_context("file", &hint_location))?;
+                let mut version: u64 = std::str::from_utf8(&text)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                    .ok_or_else(|| {
+                        Error::data_invalid("version-hint.text does not hold a version number")
+                            .with_context("file", &hint_location)
+                    })?;
+                // A commit that crashed before updating the hint is still committed.
+                while self
+                    .exists(&format!("v{}.metadata.json", version + 1))
+                    .await?
+                {
+                    version += 1;
+                }
+                return Ok(Some(version));
+            }
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(Error::from(e).with_context("file", hint_location)),
+        }
+        let listing = match self.store.list_with_delimiter(Some(&self.path)).await {
+            Ok(listing) => listing,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(Error::from(e).with_context("file", redact(&self.location))),
+        };
+        Ok(listing
+            .objects
+            .iter()
+            .filter_map(|o| {
+                o.location
+                    .filename()?
+                    .strip_prefix('v')?
+                    .strip_suffix(".metadata.json")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_hint_names_the_version_and_its_absence_falls_back_to_the_highest() {
+    async fn current_version(dir: &Path) -> Result<Option<u64>> {
+        MetadataDir::open(dir.to_str().unwrap(), &HashMap::new())?
+            .current_version()
+            .await
+    }
+
+    #[tokio::test]
+    async fn the_hint_names_the_version_and_its_absence_falls_back_to_the_highest() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(current_version(&dir.path().join("missing")).unwrap(), None);
+        assert_eq!(
+            current_version(&dir.path().join("missing")).await.unwrap(),
+            None
+        );
         for v in [1, 2, 10] {
             std::fs::write(dir.path().join(format!("v{v}.metadata.json")), "{}").unwrap();
         }
-        assert_eq!(current_version(dir.path()).unwrap(), Some(10));
+        assert_eq!(current_version(dir.path()).await.unwrap(), Some(10));
         std::fs::write(dir.path().join("version-hint.text"), "1\n").unwrap();
         // v2 exists: a commit that crashed before writing the hint
-        assert_eq!(current_version(dir.path()).unwrap(), Some(2));
+        assert_eq!(current_version(dir.path()).await.unwrap(), Some(2));
         std::fs::write(dir.path().join("version-hint.text"), "x").unwrap();
-        let e = current_version(dir.path()).unwrap_err().to_string();
+        let e = current_version(dir.path()).await.unwrap_err().to_string();
         assert!(e.contains("version-hint.text"), "{e}");
     }
 }

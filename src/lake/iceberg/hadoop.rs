@@ -22,7 +22,7 @@ use iceberg::{
     TableIdent,
 };
 
-use super::catalog::{current_version, local_dir};
+use super::catalog::{MetadataDir, load_metadata_file, local_dir};
 use super::schema::IcebergTableLayout;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -66,7 +66,7 @@ impl HadoopCatalog {
         layout: &IcebergTableLayout,
     ) -> Result<Table> {
         let dir = self.table_dir(ident);
-        if current_version(&dir.join("metadata"))?.is_none() {
+        if current_version(&dir.join("metadata")).await?.is_none() {
             let metadata = TableMetadataBuilder::new(
                 layout.schema.clone(),
                 layout.spec.clone(),
@@ -111,7 +111,7 @@ impl HadoopCatalog {
     /// Loads the current version of `ident`; `None` if it does not exist.
     pub async fn load_optional(&self, ident: &TableIdent) -> Result<Option<Table>> {
         let metadata_dir = self.table_dir(ident).join("metadata");
-        match current_version(&metadata_dir)? {
+        match current_version(&metadata_dir).await? {
             Some(version) => load_version(&metadata_dir, ident, version).await.map(Some),
             None => Ok(None),
         }
@@ -120,34 +120,14 @@ impl HadoopCatalog {
 
 async fn load_version(metadata_dir: &Path, ident: &TableIdent, version: u64) -> Result<Table> {
     let file = metadata_dir.join(format!("v{version}.metadata.json"));
-    let location = file.to_string_lossy().to_string();
-    let table = iceberg::table::StaticTable::from_metadata_file(
-        &location,
-        ident.clone(),
-        FileIO::new_with_fs(),
-    )
-    .await
-    .map_err(|e| {
-        Error::new(ErrorKind::Lake, "cannot read the Iceberg table metadata")
-            .with_context("file", &location)
-            .with_source(e)
-    })?;
-    // Writable: a static table is read-only, but the transaction only needs its
-    // metadata, FileIO and identifier.
-    Table::builder()
-        .metadata(table.metadata())
-        .metadata_location(location.clone())
-        .identifier(ident.clone())
-        .file_io(FileIO::new_with_fs())
-        .runtime(iceberg::Runtime::try_current().map_err(|e| {
-            Error::new(ErrorKind::Lake, "no async runtime for the Iceberg table").with_source(e)
-        })?)
-        .build()
-        .map_err(|e| {
-            Error::new(ErrorKind::Lake, "cannot open the Iceberg table")
-                .with_context("file", &location)
-                .with_source(e)
-        })
+    load_metadata_file(&file.to_string_lossy(), ident, FileIO::new_with_fs()).await
+}
+
+/// The current metadata version of the local table metadata directory `dir`.
+async fn current_version(dir: &Path) -> Result<Option<u64>> {
+    MetadataDir::open(&dir.to_string_lossy(), &HashMap::new())?
+        .current_version()
+        .await
 }
 
 /// Writes `v<version>.metadata.json` (failing if it exists: the commit point), then
@@ -267,6 +247,7 @@ impl Catalog for HadoopCatalog {
 
     async fn table_exists(&self, table: &TableIdent) -> iceberg::Result<bool> {
         current_version(&self.table_dir(table).join("metadata"))
+            .await
             .map(|v| v.is_some())
             .map_err(|e| iceberg_err(e.to_string()))
     }

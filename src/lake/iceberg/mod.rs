@@ -17,6 +17,7 @@ mod predicate;
 mod row_delta;
 mod scan;
 mod schema;
+mod storage;
 pub(crate) mod tiering;
 
 use std::collections::HashMap;

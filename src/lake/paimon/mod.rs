@@ -68,7 +68,7 @@ impl PaimonLake {
     /// Opens a warehouse with catalog and storage options (`s3.endpoint`, ...).
     pub fn open_with_options(warehouse: &str, extra: &HashMap<String, String>) -> Result<Self> {
         let mut options = Options::new();
-        for (key, value) in extra {
+        for (key, value) in &crate::storage::remote::paimon_storage_options(extra) {
             options.set(key.as_str(), value.as_str());
         }
         options.set(CatalogOptions::WAREHOUSE, warehouse);

@@ -184,7 +184,7 @@ pub(in crate::lake) async fn tier(
     location: &LakeLocation,
 ) -> Result<TieringResult> {
     let path = &table.path;
-    let lake = PaimonLake::open(&location.warehouse)?;
+    let lake = PaimonLake::open_with_options(&location.warehouse, &location.options)?;
     let mut result = TieringResult::default();
     if let Some(id) = recover(store, guard, table, &lake).await? {
         result.snapshot_id = Some(id);

@@ -472,7 +472,6 @@ impl FlussSource for ClusterSource {
             format,
             warehouse,
             options,
-            object_store: None,
         })
     }
 }

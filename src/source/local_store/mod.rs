@@ -50,7 +50,7 @@ use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, Sche
 use crate::storage::{FaultInjector, Storage};
 
 /// Tuning of a LocalStore.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LocalStoreOptions {
     /// Size at which a new log segment is started (Fluss default is 1 GiB).
     pub segment_roll_bytes: usize,
@@ -64,6 +64,25 @@ pub struct LocalStoreOptions {
     /// The lake format of a table that enables its lake without naming one
     /// (`table.datalake.format` unset): Fluss's cluster option `datalake.format`.
     pub datalake_format: String,
+    /// Lake catalog and storage options for every table (`s3.endpoint`,
+    /// `s3.access-key-id`, …), over the table's `table.datalake.<format>.*`
+    /// properties. They may hold credentials: never shown.
+    pub lake_options: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for LocalStoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut keys: Vec<&String> = self.lake_options.keys().collect();
+        keys.sort();
+        f.debug_struct("LocalStoreOptions")
+            .field("segment_roll_bytes", &self.segment_roll_bytes)
+            .field("verify_crc", &self.verify_crc)
+            .field("writer_batch_bytes", &self.writer_batch_bytes)
+            .field("lock_timeout", &self.lock_timeout)
+            .field("datalake_format", &self.datalake_format)
+            .field("lake_option_keys", &keys)
+            .finish()
+    }
 }
 
 impl Default for LocalStoreOptions {
@@ -74,6 +93,7 @@ impl Default for LocalStoreOptions {
             writer_batch_bytes: 2 * 1024 * 1024,
             lock_timeout: Duration::from_secs(30),
             datalake_format: "paimon".to_string(),
+            lake_options: HashMap::new(),
         }
     }
 }
@@ -472,11 +492,12 @@ impl FlussSource for LocalStore {
             (LakeFormat::Paimon | LakeFormat::Iceberg, w) => self.storage.absolute(w?),
             (_, w) => w.map(|w| self.storage.absolute(w)).unwrap_or_default(),
         };
+        let mut options = lake_catalog_properties(properties, name);
+        options.extend(self.options.lake_options.clone());
         Ok(LakeLocation {
             format,
             warehouse,
-            options: lake_catalog_properties(properties, name),
-            object_store: None,
+            options,
         })
     }
 
