@@ -11,8 +11,12 @@
 //! aggregate `count(*), sum(n), min(v), max(v)`, and the lake-only table `t$lake`
 //! against the model as of the last tiering.
 //!
+//! The `cluster` run reads through the cluster source instead: `ClusterSource` over the
+//! Fluss RPC test server, which serves the store as it is after each step
+//! (`fluss_test_support::mirror::MirroredSource`); writes still go into the store.
+//!
 //! Environment: `FLUSS_DIFF_SEED` (default fixed) and `FLUSS_DIFF_STEPS` (steps of the
-//! main run; the compressed, statistics and Iceberg runs take a third each).
+//! main run; the compressed, statistics, Iceberg and cluster runs take a third each).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,7 +28,8 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::provider::FlussCatalog;
-use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::source::{FlussSource, LocalStore};
+use fluss_test_support::mirror::MirroredSource;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -223,6 +228,8 @@ struct Run {
     common: Vec<(&'static str, &'static str)>,
     /// Properties of the log table only.
     log_only: Vec<(&'static str, &'static str)>,
+    /// Read through the cluster source and the RPC test server, not the store.
+    through_cluster: bool,
 }
 
 fn env_seed() -> u64 {
@@ -468,7 +475,17 @@ async fn run_differential(run: Run) {
         .await
         .unwrap();
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
-    ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store.clone())));
+    let mirror = match run.through_cluster {
+        true => Some(Arc::new(
+            MirroredSource::start(store.clone()).await.unwrap(),
+        )),
+        false => None,
+    };
+    let reader: Arc<dyn FlussSource> = match &mirror {
+        Some(mirror) => mirror.clone(),
+        None => store.clone(),
+    };
+    ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(reader)));
 
     let mut rng = StdRng::seed_from_u64(run.seed.wrapping_add(run.seed_offset));
     let mut model = Model::default();
@@ -560,6 +577,11 @@ async fn run_differential(run: Run) {
                 }
             }
         }
+        if let Some(mirror) = &mirror
+            && let Err(e) = mirror.reload().await
+        {
+            fail(e, &checker.history);
+        }
         // Check the table the operation touched every step, the other one every few.
         let touched_kv = matches!(
             op,
@@ -599,6 +621,7 @@ async fn differential_plain() {
         steps: env_steps(),
         common: vec![],
         log_only: vec![],
+        through_cluster: false,
     })
     .await;
 }
@@ -612,6 +635,7 @@ async fn differential_lz4_frame() {
         steps: env_steps().div_ceil(3),
         common: vec![("table.log.arrow.compression.type", "LZ4_FRAME")],
         log_only: vec![],
+        through_cluster: false,
     })
     .await;
 }
@@ -625,6 +649,7 @@ async fn differential_log_statistics() {
         steps: env_steps().div_ceil(3),
         common: vec![],
         log_only: vec![("table.statistics.columns", "*")],
+        through_cluster: false,
     })
     .await;
 }
@@ -640,6 +665,24 @@ async fn differential_iceberg() {
         steps: env_steps().div_ceil(3),
         common: vec![("table.datalake.format", "iceberg")],
         log_only: vec![],
+        through_cluster: false,
+    })
+    .await;
+}
+
+/// Every read through the cluster source and the RPC test server serving the store:
+/// metadata, offsets and the readable lake snapshot through fluss-rs, the log tail by
+/// FetchLog; the same model and checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn differential_cluster() {
+    run_differential(Run {
+        name: "cluster",
+        seed: env_seed(),
+        seed_offset: 4,
+        steps: env_steps().div_ceil(3),
+        common: vec![],
+        log_only: vec![],
+        through_cluster: true,
     })
     .await;
 }

@@ -120,8 +120,9 @@ impl MirroredSource {
         })
     }
 
-    /// Serves what the store holds now.
-    async fn reload(&self) -> Result<()> {
+    /// Serves what the store holds now (after writes that did not go through this
+    /// source, e.g. straight into the store).
+    pub async fn reload(&self) -> Result<()> {
         self.live.reload(&self.store).await
     }
 }
