@@ -4,8 +4,10 @@
 //! `orders`; primary-key tables `customer`, `part`) at chosen scale factors with a
 //! chosen share of each table left in the log tail, once per lake format (Paimon,
 //! Iceberg: same generator, same seed), runs the suite's queries through the union
-//! read, the lake-only read and the peers (DataFusion ListingTable, DuckDB, pypaimon
-//! or pyiceberg, raw arrow-ipc decode) on the same files, and writes a report
+//! read, the same union read through the cluster source (the Fluss RPC test server
+//! serving the store on loopback), the lake-only read and the peers (DataFusion
+//! ListingTable, DuckDB, pypaimon or pyiceberg, raw arrow-ipc decode) on the same
+//! files, plans a 64-bucket table through both sources, and writes a report
 //! (`report.md`, SVG charts, `results.json`) to `--out`.
 //!
 //! ```sh
@@ -17,6 +19,7 @@
 //! except Python peers when Python is unavailable or `--skip-python` is given, which
 //! the report states.
 
+mod cluster;
 mod generate;
 mod peers;
 mod queries;
@@ -312,6 +315,8 @@ pub struct Suite {
     pub peers: Vec<PeerStatus>,
     /// Failed correctness checks and errors (empty when all is well).
     pub problems: Vec<String>,
+    /// Planning time of a 64-bucket table through both sources.
+    pub planning: Option<cluster::PlanningResult>,
     /// Targets (filled by the report).
     pub targets: Vec<report::Target>,
 }
@@ -646,23 +651,27 @@ async fn bench_dataset(
         .map(|tp| (*tp, ctx_with(&dataset.store, *tp)))
         .collect();
     let ctx = &ctxs[&main_tp];
+    // the same store through the cluster source and the RPC test server on loopback
+    let served = cluster::ServedStore::start(&dataset.store, main_tp).await?;
 
-    // correctness: a union read sees every live row
+    // correctness: a union read sees every live row, through either source
     for t in &dataset.tables {
         let sql = format!("SELECT count(*) FROM {}", union_name(&t.table));
-        let batches = ctx
-            .sql(&sql)
-            .await
-            .context(|| sql.clone())?
-            .collect()
-            .await
-            .context(|| sql.clone())?;
-        let n = count_value(&batches);
-        if n != Some(t.live_rows as i64) {
-            suite.problems.push(format!(
-                "{ds}: {} union count {n:?} != {} live rows written",
-                t.table, t.live_rows
-            ));
+        for (source, ctx) in [("LocalStore", ctx), ("cluster", &served.ctx)] {
+            let batches = ctx
+                .sql(&sql)
+                .await
+                .context(|| sql.clone())?
+                .collect()
+                .await
+                .context(|| sql.clone())?;
+            let n = count_value(&batches);
+            if n != Some(t.live_rows as i64) {
+                suite.problems.push(format!(
+                    "{ds}: {} union count through the {source} source {n:?} != {} live rows written",
+                    t.table, t.live_rows
+                ));
+            }
         }
     }
     let all_tiered = |q: &Query| {
@@ -692,6 +701,12 @@ async fn bench_dataset(
             .iter()
             .map(|(tp, c)| Engine::new("union", c, q.render(union_name), *tp))
             .collect();
+        engines.push(Engine::new(
+            "cluster",
+            &served.ctx,
+            q.render(union_name),
+            main_tp,
+        ));
         if all_tiered(q) {
             engines.push(Engine::new("lake_only", ctx, q.render(lake_name), main_tp));
         }
@@ -911,6 +926,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
         decode: Vec::new(),
         peers: Vec::new(),
         problems: Vec::new(),
+        planning: None,
         targets: Vec::new(),
     };
     for (i, sf) in args.sf.iter().enumerate() {
@@ -990,6 +1006,21 @@ async fn run(args: &Args) -> BenchResult<Suite> {
         }
     }
     drop(store);
+
+    // planning a 64-bucket table: LocalStore vs cluster source
+    let planning_root = data_root.join("planning");
+    if planning_root.exists() {
+        std::fs::remove_dir_all(&planning_root)
+            .context(|| format!("removing {}", planning_root.display()))?;
+    }
+    eprintln!("planning benchmark ({} buckets)", cluster::PLANNING_BUCKETS);
+    match cluster::planning_bench(&planning_root, args.runs.max(5), args.warmup.max(1)).await {
+        Ok(p) => suite.planning = Some(p),
+        Err(e) => suite.problems.push(format!("planning benchmark: {e}")),
+    }
+    if !args.keep_data {
+        let _ = std::fs::remove_dir_all(&planning_root);
+    }
     if !args.keep_data {
         // only what this run created; the data directory itself only when empty
         let _ = std::fs::remove_dir_all(&root);

@@ -133,7 +133,11 @@ fn median(
 
 /// Engines timed in turn within the same rounds (`time_interleaved`): sample `i` of
 /// each was taken in round `i`. The Python peers run in their own process.
-const INTERLEAVED_ENGINES: &[&str] = &["union", "lake_only", "listing_table"];
+const INTERLEAVED_ENGINES: &[&str] = &["union", "cluster", "lake_only", "listing_table"];
+
+/// The bound of a full scan through the cluster source and the RPC test server on
+/// loopback, against the LocalStore source on the same store.
+const CLUSTER_BOUND: f64 = 1.3;
 
 /// `engine` time / `peer` time on one dataset: the median of the per-round ratios
 /// when both were timed in the same rounds (a round's two runs are moments apart, so
@@ -561,11 +565,52 @@ fn vs_paimon_target(suite: &Suite, lake: LakeFormat) -> Target {
     }
 }
 
+/// Union reads through the cluster source / through the LocalStore source, on the
+/// largest dataset with a 10% tail (the log is read over FetchLog), else tail 0%.
+fn cluster_target(suite: &Suite, lake: LakeFormat) -> Target {
+    let tp = main_tp(suite);
+    let full_scan: Vec<&str> = suite
+        .queries
+        .iter()
+        .filter(|q| q.full_scan)
+        .map(|q| q.name)
+        .collect();
+    let mut ratios = Vec::new();
+    let mut detail = String::new();
+    let dataset = largest_sf_with(suite, lake, 0.1)
+        .map(|sf| (sf, 0.1))
+        .or_else(|| largest_sf_with(suite, lake, 0.0).map(|sf| (sf, 0.0)));
+    if let Some((sf, share)) = dataset {
+        let _ = write!(detail, "SF {sf}, tail {}: ", pct(share));
+        for q in &full_scan {
+            if let Some(r) = time_ratio(suite, lake, (sf, share, tp), q, "cluster", "union") {
+                ratios.push(r);
+                let _ = write!(detail, "{q} {r:.2}x; ");
+            }
+        }
+    }
+    let worst = largest(&ratios);
+    Target {
+        name: "cluster_vs_localstore".into(),
+        lake: Some(lake),
+        description: "union read through ClusterSource + the Fluss RPC test server on loopback / the same read through the LocalStore source (same store, full-scan queries)".into(),
+        threshold: format!("worst query <= {CLUSTER_BOUND}"),
+        value: worst,
+        pass: worst.map(|w| w <= CLUSTER_BOUND),
+        detail: if ratios.is_empty() {
+            "not measured".into()
+        } else {
+            detail
+        },
+    }
+}
+
 /// Computes every target from the measurements.
 pub fn evaluate(suite: &Suite) -> Vec<Target> {
     let mut targets = Vec::new();
     for lake in lakes(suite) {
         targets.extend(lake_targets(suite, lake));
+        targets.push(cluster_target(suite, lake));
     }
     for lake in lakes(suite) {
         if lake != LakeFormat::Paimon && lakes(suite).contains(&LakeFormat::Paimon) {
@@ -1285,6 +1330,23 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
         );
     }
 
+    if let Some(p) = &suite.planning {
+        let _ = writeln!(
+            md,
+            "\n## Cluster source: planning a {}-bucket table\n\n`{}` planned (logical and physical plan: \
+             snapshot, offsets of every bucket, lake splits; nothing executed) through each source in turn; \
+             ratio to **the LocalStore source**. The lake plan is cached per snapshot in both.\n",
+            p.buckets, p.query
+        );
+        let _ = writeln!(
+            md,
+            "| source | median ms (min–max) | ratio |\n|---|---|---|\n| LocalStore | {} | 1.00 |\n| cluster (test server, loopback) | {} | {} |",
+            fmt_ms(Some(&p.local_store)),
+            fmt_ms(Some(&p.cluster)),
+            fmt_ratio(Some(p.cluster.median_ms), Some(p.local_store.median_ms)),
+        );
+    }
+
     let _ = writeln!(
         md,
         "\n## Log tail decode\n\nEvery bucket of a tail-only `lineitem` table read on one thread; ratio to **arrow-ipc `read_record_batch`** \
@@ -1483,13 +1545,14 @@ fn lake_sections(md: &mut String, suite: &Suite, lake: LakeFormat) {
             md,
             "\n## {title}: union read vs tail share — SF {sf} ({tp} partitions)\n\n\
              Union median ms per tail share, with the ratio to **the union read at 0% tail** and to **lake-only at the same share** \
-             (`u/0%`, `u/lake`).\n"
+             (`u/0%`, `u/lake`); `cl/u` is the same union read through the cluster source and the RPC test server on loopback / \
+             through the LocalStore source.\n"
         );
         let mut header = "| query |".to_string();
         let mut sep = "|---|".to_string();
         for s in &shares {
-            let _ = write!(header, " {} ms | u/0% | u/lake |", pct(*s));
-            sep.push_str("---|---|---|");
+            let _ = write!(header, " {} ms | u/0% | u/lake | cl/u |", pct(*s));
+            sep.push_str("---|---|---|---|");
         }
         let _ = writeln!(md, "{header}\n{sep}");
         for q in &suite.queries {
@@ -1497,12 +1560,14 @@ fn lake_sections(md: &mut String, suite: &Suite, lake: LakeFormat) {
             let mut row = format!("| `{}` |", q.name);
             for s in &shares {
                 let u = median(suite, lake, sf, *s, q.name, "union", tp);
+                let cluster = time_ratio(suite, lake, (sf, *s, tp), q.name, "cluster", "union");
                 let _ = write!(
                     row,
-                    " {} | {} | {} |",
+                    " {} | {} | {} | {} |",
                     fmt_ms(timing(suite, lake, sf, *s, q.name, "union", tp)),
                     fmt_ratio(u, base),
-                    fmt_ratio(u, median(suite, lake, sf, *s, q.name, "lake_only", tp))
+                    fmt_ratio(u, median(suite, lake, sf, *s, q.name, "lake_only", tp)),
+                    cluster.map_or_else(|| "—".into(), |r| format!("{r:.2}"))
                 );
             }
             let _ = writeln!(md, "{row}");

@@ -54,7 +54,7 @@ fn smoke_run_writes_a_report_with_every_query() {
     for query in QUERIES {
         assert!(report.contains(query), "report.md does not list {query}");
         for lake in LAKES {
-            for engine in ["union", "lake_only", "listing_table"] {
+            for engine in ["union", "cluster", "lake_only", "listing_table"] {
                 assert!(
                     timed(lake, engine, query),
                     "results.json has no {engine} timing for {query} on {lake}"
@@ -76,6 +76,7 @@ fn smoke_run_writes_a_report_with_every_query() {
         "## Paimon: union read vs peers",
         "## Peers",
         "## Log tail decode",
+        "## Cluster source: planning a 64-bucket table",
     ] {
         assert!(report.contains(section), "report.md lacks {section}");
     }
@@ -87,6 +88,8 @@ fn smoke_run_writes_a_report_with_every_query() {
             .unwrap_or_else(|| panic!("results.json lacks target {name} ({lake:?})"))
     };
     for lake in LAKES {
+        let t = target("cluster_vs_localstore", Some(lake));
+        assert!(t["value"].is_number(), "{lake} cluster / LocalStore: {t}");
         let t = target("lake_only_vs_listing_table", Some(lake));
         assert!(
             t["value"].is_number(),
