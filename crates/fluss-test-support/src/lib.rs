@@ -11,6 +11,8 @@
 //! * [`memory`]: an in-memory `ClusterModel`.
 //! * [`local_store`]: a `ClusterModel` holding everything a library `LocalStore` holds.
 //! * [`server`]: the server itself.
+//! * [`faults`]: fault injection for the server (dropped connections, error answers,
+//!   damaged batches, missing leaders), off by default.
 //! * [`s3`]: a local S3-compatible server (moto) for lakes on object storage.
 //!
 //! ```no_run
@@ -30,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod errors;
+pub mod faults;
 pub mod frame;
 pub mod local_store;
 pub mod log;

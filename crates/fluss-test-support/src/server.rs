@@ -10,6 +10,10 @@
 //! starts unauthenticated; `ApiVersions` and `Authenticate` are answered, every other request
 //! gets `AUTHENTICATE_EXCEPTION` until an `Authenticate` with a right `\0user\0password` token
 //! succeeds.
+//!
+//! [`ServerConfig::faults`] makes the server misbehave on purpose (drop or stall FetchLog
+//! requests, answer a bucket with an error, damage a batch, report no leader); see
+//! [`crate::faults`]. Without faults it answers like a healthy cluster.
 
 use std::collections::HashMap;
 use std::io;
@@ -23,6 +27,7 @@ use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::errors::{self, ApiError};
+use crate::faults::{BucketRef, ConnectionFault, Faults, FetchCounter};
 use crate::frame::{self, Request, api_key};
 use crate::log::Projector;
 use crate::model::{ClusterModel, ServedTable};
@@ -46,6 +51,8 @@ pub struct ServerConfig {
     pub sasl_plain_users: Option<HashMap<String, String>>,
     /// The largest request frame accepted; a larger one closes the connection.
     pub max_frame_size: usize,
+    /// Faults to inject (none by default).
+    pub faults: Faults,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +60,7 @@ impl Default for ServerConfig {
         Self {
             sasl_plain_users: None,
             max_frame_size: 16 * 1024 * 1024,
+            faults: Faults::default(),
         }
     }
 }
@@ -88,6 +96,7 @@ impl TestServer {
             addr,
             config,
             received: std::sync::Mutex::new(Vec::new()),
+            fetches: FetchCounter::default(),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
         Ok(Self {
@@ -157,6 +166,8 @@ struct Shared {
     addr: SocketAddr,
     config: ServerConfig,
     received: std::sync::Mutex<Vec<i16>>,
+    /// FetchLog requests received, for [`crate::faults::FetchMatch::Nth`].
+    fetches: FetchCounter,
 }
 
 impl std::fmt::Debug for Shared {
@@ -221,9 +232,26 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         {
             keys.push(request.api_key);
         }
+        let fault = conn.connection_fault(&request);
         let response = conn.handle(&request);
-        if write.write_all(&response).await.is_err() {
-            return;
+        match fault {
+            None => {
+                if write.write_all(&response).await.is_err() {
+                    return;
+                }
+            }
+            // Returning drops both halves of the socket: the client sees it close.
+            Some(ConnectionFault::Close) => return,
+            Some(ConnectionFault::CutAnswer { bytes }) => {
+                let _ = write
+                    .write_all(&response[..bytes.min(response.len())])
+                    .await;
+                let _ = write.shutdown().await;
+                return;
+            }
+            // Holds the connection open without answering; the task ends when the
+            // server stops (its JoinSet aborts it).
+            Some(ConnectionFault::Stall) => std::future::pending::<()>().await,
         }
     }
 }
@@ -272,6 +300,35 @@ struct Connection {
 impl Connection {
     fn model(&self) -> &dyn ClusterModel {
         self.shared.model.as_ref()
+    }
+
+    fn faults(&self) -> &Faults {
+        &self.shared.config.faults
+    }
+
+    /// The connection fault hitting `request`, if it is a FetchLog one matches. Only
+    /// requests that would be answered count (authenticated, supported version).
+    fn connection_fault(&self, request: &Request) -> Option<ConnectionFault> {
+        if request.api_key != api_key::FETCH_LOG
+            || !self.authenticated
+            || self.faults().fetch_connection.is_empty()
+        {
+            return None;
+        }
+        let n = self.shared.fetches.next();
+        let buckets: Vec<BucketRef> = decode::<FetchLogRequest>(request)
+            .map(|r| {
+                r.tables_req
+                    .iter()
+                    .flat_map(|t| {
+                        t.buckets_req
+                            .iter()
+                            .map(|b| BucketRef::new(t.table_id, b.partition_id, b.bucket_id))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.faults().connection_fault(n, &buckets)
     }
 
     /// Answers one request; the result is a whole response frame.
@@ -440,15 +497,18 @@ impl Connection {
     }
 
     fn metadata(&self, r: MetadataRequest) -> Result<MetadataResponse, ApiError> {
-        let buckets = |count: i32| -> Vec<PbBucketMetadata> {
+        let faults = self.faults();
+        let buckets = |table_id: i64, partition_id: Option<i64>, count: i32| {
             (0..count)
                 .map(|bucket_id| PbBucketMetadata {
                     bucket_id,
-                    leader_id: Some(NODE_ID),
+                    leader_id: faults
+                        .leader_of(BucketRef::new(table_id, partition_id, bucket_id))
+                        .unwrap_or(Some(NODE_ID)),
                     replica_id: vec![NODE_ID],
                     leader_epoch: Some(0),
                 })
-                .collect()
+                .collect::<Vec<PbBucketMetadata>>()
         };
         let mut response = MetadataResponse {
             coordinator_server: Some(self.node()),
@@ -468,7 +528,7 @@ impl Connection {
                 bucket_metadata: if t.is_partitioned() {
                     Vec::new()
                 } else {
-                    buckets(t.bucket_count)
+                    buckets(t.table_id, None, t.bucket_count)
                 },
                 created_time: t.created_time,
                 modified_time: t.modified_time,
@@ -500,7 +560,7 @@ impl Connection {
                 table_id: t.table_id,
                 partition_name: p.name.clone(),
                 partition_id: p.partition_id,
-                bucket_metadata: buckets(t.bucket_count),
+                bucket_metadata: buckets(t.table_id, Some(p.partition_id), t.bucket_count),
             });
         }
         // Like Java, partition ids are looked up among the requested tables.
@@ -521,7 +581,7 @@ impl Connection {
                 table_id: t.table_id,
                 partition_name: p.name.clone(),
                 partition_id: p.partition_id,
-                bucket_metadata: buckets(t.bucket_count),
+                bucket_metadata: buckets(t.table_id, Some(p.partition_id), t.bucket_count),
             });
         }
         Ok(response)
@@ -710,7 +770,11 @@ impl Connection {
                     Some(Ok(p)) => Ok(Some(p)),
                     Some(Err(e)) => Err(e.clone()),
                 };
+                let at = BucketRef::new(table_id, b.partition_id, b.bucket_id);
                 let result = projection.and_then(|projection| {
+                    if let Some(e) = self.faults().fetch_error_of(at) {
+                        return Err(e.clone());
+                    }
                     let log = table
                         .as_ref()
                         .and_then(|_| self.model().log(table_id, b.partition_id, b.bucket_id))
@@ -732,11 +796,12 @@ impl Connection {
                         ));
                     }
                     let limit = remaining.min(usize::try_from(b.max_fetch_bytes).unwrap_or(0));
-                    let records = if offset == end {
+                    let mut records = if offset == end {
                         Vec::new()
                     } else {
                         log.read(offset, limit, min_one_batch, projection)?
                     };
+                    self.faults().damage_records(at, &mut records);
                     Ok((log, records))
                 });
                 match result {
