@@ -6,8 +6,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
+use fluss::rpc::FlussError;
 use tokio::io::BufStream;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
@@ -35,12 +37,13 @@ pub(crate) struct TabletConnection {
     address: String,
     stream: Mutex<BufStream<TcpStream>>,
     next_request_id: AtomicI32,
-    /// Set when a request was dropped while its answer was being read: the stream
-    /// may stop inside a frame, so the connection is replaced.
+    /// Set when an exchange did not end with a whole answer read (dropped, timed out,
+    /// failed on the socket, or broke the protocol): the stream may stop inside a
+    /// frame or be closed, so the connection is replaced.
     broken: AtomicBool,
 }
 
-/// Marks the connection broken unless disarmed (the read finished).
+/// Marks the connection broken unless disarmed (a whole answer was read).
 struct ReadGuard<'a>(&'a AtomicBool, bool);
 
 impl Drop for ReadGuard<'_> {
@@ -53,19 +56,27 @@ impl Drop for ReadGuard<'_> {
 
 impl TabletConnection {
     /// Connects to `address` (`host:port`) and authenticates when `credentials` are
-    /// given.
+    /// given; connecting and every request give up after `timeout`.
     pub(crate) async fn connect(
         address: &str,
         credentials: Option<&PlainCredentials>,
+        timeout: Duration,
     ) -> Result<Self> {
-        let stream = TcpStream::connect(address).await.map_err(|e| {
+        let cannot = || {
             Error::new(
                 ErrorKind::Cluster,
                 "cannot connect to a Fluss tablet server",
             )
             .with_context("server", address)
-            .with_source(e)
-        })?;
+        };
+        // An address that drops SYNs would otherwise wait for the OS (minutes).
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(cannot().with_source(e)),
+            Err(_) => {
+                return Err(cannot().with_context("timeout", format!("{timeout:?}")));
+            }
+        };
         let connection = Self {
             address: address.to_string(),
             stream: Mutex::new(BufStream::new(stream)),
@@ -84,7 +95,7 @@ impl TabletConnection {
                 token,
             };
             connection
-                .request::<_, wire::AuthenticateResponse>(api_key::AUTHENTICATE, &request)
+                .request::<_, wire::AuthenticateResponse>(api_key::AUTHENTICATE, &request, timeout)
                 .await
                 .map_err(|e| {
                     Error::new(
@@ -99,10 +110,13 @@ impl TabletConnection {
         Ok(connection)
     }
 
+    /// Sends `request` and reads its answer, giving up after `timeout` (a tablet server
+    /// that stops answering must fail the read, not hang it).
     async fn request<Req: prost::Message, Resp: prost::Message + Default>(
         &self,
         api: i16,
         request: &Req,
+        timeout: Duration,
     ) -> Result<Resp> {
         let mut stream = self.stream.lock().await;
         if self.is_broken() {
@@ -116,11 +130,26 @@ impl TabletConnection {
         // A request dropped after its write leaves a whole answer, which the next
         // read skips; one dropped while reading may leave half of one.
         let mut guard = ReadGuard(&self.broken, false);
-        wire::write_request(&mut *stream, api, 0, id, request).await?;
-        let answer = wire::read_response(&mut *stream, id)
-            .await
-            .map_err(|e| e.with_context("server", &self.address));
-        guard.1 = true;
+        let exchange = async {
+            wire::write_request(&mut *stream, api, 0, id, request).await?;
+            wire::read_response(&mut *stream, id).await
+        };
+        let answer = match tokio::time::timeout(timeout, exchange).await {
+            Ok(answer) => answer.map_err(|e| e.with_context("server", &self.address)),
+            Err(_) => Err(Error::new(
+                ErrorKind::Cluster,
+                format!("the Fluss tablet server did not answer within {timeout:?}"),
+            )
+            .with_context("server", &self.address)),
+        };
+        // Only a whole answer leaves the stream at a frame boundary: a success, or an
+        // error frame the server sent (it carries its code). A socket error (the server
+        // closed the connection, perhaps inside a frame), a timeout or a broken frame
+        // leaves a connection that every later request would fail on.
+        guard.1 = match &answer {
+            Ok(_) => true,
+            Err(e) => e.context_value("error_code").is_some(),
+        };
         answer
     }
 
@@ -138,6 +167,8 @@ pub(crate) struct BucketFetch {
     pub bucket: i32,
     /// Most bytes asked for per request (Fluss's `client.scanner.log.fetch.max-bytes-for-bucket`).
     pub max_fetch_bytes: i32,
+    /// How long one FetchLog may take before the read fails.
+    pub request_timeout: Duration,
 }
 
 /// A bounded read of one bucket over FetchLog.
@@ -214,7 +245,7 @@ impl BucketFetchReader {
         };
         let response: wire::FetchLogResponse = self
             .connection
-            .request(api_key::FETCH_LOG, &request)
+            .request(api_key::FETCH_LOG, &request, self.fetch.request_timeout)
             .await
             .map_err(|e| e.with_context("fetch_offset", position))?;
         let bucket = response
@@ -242,11 +273,11 @@ impl BucketFetchReader {
                 ))
                 .with_context("server", &self.connection.address)
                 .with_source(error);
-            } else if matches!(
-                code,
-                error_code::UNKNOWN_TABLE_OR_BUCKET | error_code::NOT_LEADER_OR_FOLLOWER
-            ) {
-                error = error.with_context("hint", "the table's metadata changed; retry the query");
+            } else if is_leadership_change(code) {
+                error = error.with_context(
+                    "hint",
+                    "the bucket's leader moved or is being elected; retry the query",
+                );
             }
             return Err(error);
         }
@@ -271,10 +302,11 @@ impl BucketFetchReader {
 
     /// Frames the whole batches of one answer. A server may cut its answer inside the
     /// last batch (at the byte limit); that batch is fetched again next time. An answer
-    /// with no whole batch at all is an error: the read could not progress.
+    /// with no whole batch at all is an error: the read could not progress (a server
+    /// always sends the first batch whole, so its length field is wrong).
     fn frame(&mut self, records: Bytes) -> Result<()> {
         let total = records.len();
-        let mut batches = BatchIterator::new(records);
+        let mut batches = BatchIterator::new(records.clone());
         for batch in batches.by_ref() {
             self.pending.push_back(batch.map_err(|e| {
                 e.with_context("server", &self.connection.address)
@@ -282,13 +314,66 @@ impl BucketFetchReader {
             })?);
         }
         if self.pending.is_empty() && total > 0 {
-            return Err(Error::data_invalid(format!(
-                "a FetchLog answer of {total} bytes holds no whole batch (max_fetch_bytes {})",
-                self.fetch.max_fetch_bytes
-            ))
-            .with_context("server", &self.connection.address)
-            .with_context("fetch_offset", self.cursor.position()));
+            let mut error = match torn_batch(&records) {
+                Some((base_offset, size)) => Error::data_invalid(format!(
+                    "the batch at offset {base_offset} claims {size} bytes, past the end of \
+                     the FetchLog answer ({total} bytes)"
+                ))
+                .with_context("base_offset", base_offset),
+                None => Error::data_invalid(format!(
+                    "a FetchLog answer of {total} bytes holds no whole batch"
+                )),
+            };
+            error = error
+                .with_context("server", &self.connection.address)
+                .with_context("fetch_offset", self.cursor.position())
+                .with_context("max_fetch_bytes", self.fetch.max_fetch_bytes);
+            return Err(error);
         }
         Ok(())
+    }
+}
+
+/// Whether a FetchLog error code says the bucket is not led by the server asked (Java
+/// `Errors`: `NOT_LEADER_OR_FOLLOWER` 12, `LEADER_NOT_AVAILABLE_EXCEPTION` 44,
+/// `UNKNOWN_TABLE_OR_BUCKET_EXCEPTION` 21): the metadata the read was planned with is
+/// stale. The codes come from fluss-rs's `FlussError`, which mirrors `Errors`.
+fn is_leadership_change(code: i32) -> bool {
+    code == error_code::UNKNOWN_TABLE_OR_BUCKET
+        || matches!(
+            FlussError::for_code(code),
+            FlussError::NotLeaderOrFollower | FlussError::LeaderNotAvailableException
+        )
+}
+
+/// The base offset and claimed size of the batch `records` starts with, when its header
+/// is whole but the batch is not.
+fn torn_batch(records: &[u8]) -> Option<(i64, i64)> {
+    let base_offset = i64::from_le_bytes(records.get(0..8)?.try_into().ok()?);
+    let length = i32::from_le_bytes(records.get(8..12)?.try_into().ok()?);
+    // the length counts the bytes after the base offset and the length itself
+    Some((base_offset, i64::from(length) + 12))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leadership_codes_are_those_of_fluss() {
+        assert!(is_leadership_change(12));
+        assert!(is_leadership_change(44));
+        assert!(is_leadership_change(21));
+        // 22 is INVALID_UPDATE_VERSION_EXCEPTION, not a leadership change
+        assert!(!is_leadership_change(22));
+        assert!(!is_leadership_change(19));
+    }
+
+    #[test]
+    fn a_torn_batch_names_its_offset_and_claimed_size() {
+        let mut records = 42i64.to_le_bytes().to_vec();
+        records.extend_from_slice(&100i32.to_le_bytes());
+        assert_eq!(torn_batch(&records), Some((42, 112)));
+        assert_eq!(torn_batch(&records[..10]), None);
     }
 }

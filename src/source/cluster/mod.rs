@@ -24,6 +24,7 @@ pub mod wire;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use fluss::client::{FlussAdmin, FlussConnection};
@@ -74,6 +75,11 @@ impl fmt::Debug for ClusterOptions {
 
 /// A Fluss cluster read through its RPC protocol.
 ///
+/// Every request to the cluster gives up after the source's request timeout
+/// ([`ClusterSource::with_request_timeout`], 30 s by default, Fluss's
+/// `client.request-timeout`): a server that stops answering fails the query naming the
+/// server instead of hanging it. fluss-rs 1.0 has no request timeout of its own.
+///
 /// Every client call runs on the source's own runtime: fluss-rs spawns each
 /// connection's reader task where the connection is first made, and DataFusion's
 /// synchronous catalog methods reach the source through a short-lived runtime
@@ -86,6 +92,7 @@ pub struct ClusterSource {
     connection: Arc<FlussConnection>,
     admin: Arc<FlussAdmin>,
     tablets: Arc<tokio::sync::Mutex<HashMap<String, Arc<TabletConnection>>>>,
+    request_timeout: Duration,
 }
 
 impl Drop for ClusterSource {
@@ -107,6 +114,9 @@ impl fmt::Debug for ClusterSource {
 
 /// The default of [`ClusterOptions::max_fetch_bytes`].
 const DEFAULT_MAX_FETCH_BYTES: i32 = 1 << 20;
+
+/// The default request timeout (Fluss's `client.request-timeout`).
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A fluss-rs error as this crate's: missing objects are `NotFound`, the rest
 /// `Cluster`, with the client's message.
@@ -174,18 +184,42 @@ impl ClusterSource {
             connection: Arc::new(connection),
             admin,
             tablets: Default::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         })
     }
 
-    /// Runs `call` on the source's runtime (see [`ClusterSource`]).
+    /// The same source with every later request to the cluster (a FetchLog, a
+    /// metadata, offsets or lake snapshot call) failing after `timeout` rather than
+    /// waiting on a server that does not answer. (A method rather than a
+    /// [`ClusterOptions`] field: connecting keeps the default of 30 s, and options
+    /// built field by field stay valid.)
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Runs `call` on the source's runtime (see [`ClusterSource`]), giving up after the
+    /// request timeout (the call is then cancelled).
     async fn on_client<T: Send + 'static>(
         &self,
         call: impl std::future::Future<Output = T> + Send + 'static,
     ) -> Result<T> {
-        self.handle
-            .spawn(call)
-            .await
-            .map_err(|e| Error::internal("the cluster client's task failed").with_source(e))
+        let mut task = self.handle.spawn(call);
+        match tokio::time::timeout(self.request_timeout, &mut task).await {
+            Ok(joined) => joined
+                .map_err(|e| Error::internal("the cluster client's task failed").with_source(e)),
+            Err(_) => {
+                task.abort();
+                Err(Error::new(
+                    ErrorKind::Cluster,
+                    format!(
+                        "the Fluss cluster did not answer within {:?}",
+                        self.request_timeout
+                    ),
+                )
+                .with_context("bootstrap_servers", &self.options.bootstrap_servers))
+            }
+        }
     }
 
     fn credentials(&self) -> Option<PlainCredentials> {
@@ -220,13 +254,14 @@ impl ClusterSource {
         let address = leader.url();
         let tablets = self.tablets.clone();
         let credentials = self.credentials();
+        let timeout = self.request_timeout;
         self.on_client(async move {
             let mut tablets = tablets.lock().await;
             if let Some(c) = tablets.get(&address).filter(|c| !c.is_broken()) {
                 return Ok(c.clone());
             }
             let connection =
-                Arc::new(TabletConnection::connect(&address, credentials.as_ref()).await?);
+                Arc::new(TabletConnection::connect(&address, credentials.as_ref(), timeout).await?);
             tablets.insert(address, connection.clone());
             Ok(connection)
         })
@@ -447,6 +482,7 @@ impl FlussSource for ClusterSource {
                 .options
                 .max_fetch_bytes
                 .unwrap_or(DEFAULT_MAX_FETCH_BYTES),
+            request_timeout: self.request_timeout,
         };
         let reader = BucketFetchReader::new(connection, fetch, cursor);
         Ok(super::bucket_stream(reader, table, bucket.bucket))
