@@ -1,10 +1,13 @@
-//! Shared test setup: the fixture cluster and a raw protocol client.
+//! Shared test setup: the fixture cluster, a raw protocol client, and LocalStores built
+//! by SQL for tests that read a served store through the library's cluster source.
 
 #![allow(dead_code)] // each test binary uses a part of it
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use fluss_datafusion::LocalStore;
+use fluss_datafusion::sql::FlussSession;
 use fluss_test_support::memory::MemoryCluster;
 use fluss_test_support::model::{
     ServedLakeBucket, ServedLakeSnapshot, ServedLog, ServedPartition, ServedTable,
@@ -177,4 +180,21 @@ impl RawClient {
             body,
         })
     }
+}
+
+/// A LocalStore in a fresh directory after running `statements` (SQL) on it.
+pub async fn sql_store(statements: &[&str]) -> (tempfile::TempDir, Arc<LocalStore>) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path().to_str().expect("a UTF-8 path");
+    let store = Arc::new(LocalStore::open(root).await.expect("the store opens"));
+    let session = FlussSession::new(store.clone())
+        .await
+        .expect("a session on the store");
+    for sql in statements {
+        session
+            .execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    (dir, store)
 }
