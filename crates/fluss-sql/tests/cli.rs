@@ -449,9 +449,15 @@ fn a_cluster_answers_as_the_store_does() {
         let want = run(dir.path(), &["-q", "--format", "csv", "-c", query]);
         assert_eq!(got.stdout, want.stdout, "{query}");
     }
+    // per-bucket lake offset, high watermark and lag, from the cluster's offsets
     let described = cluster("pw-123", &["-q", "-c", "\\d items"]);
     assert!(described.ok, "{}", described.stderr);
     assert!(described.stdout.contains("bucket"), "{}", described.stdout);
+    assert_eq!(
+        described.stdout,
+        run(dir.path(), &["-q", "-c", "\\d items"]).stdout,
+        "\\d on the cluster"
+    );
 
     for statement in [
         "CALL fluss.tier('items')",

@@ -109,6 +109,49 @@ pub struct ServedLog {
     batches: Arc<[BatchInfo]>,
     log_start_offset: i64,
     high_watermark: i64,
+    remote: Option<Arc<RemoteLog>>,
+}
+
+/// The part of a bucket's log a tablet server has copied to remote storage
+/// (`remote.data.dir`) and deleted locally. FetchLog answers a fetch below the local
+/// log with [`RemoteLog::tablet_dir`] and the segments from the one holding the fetch
+/// offset on, as Fluss's `ReplicaManager.fetchLogFromRemote` does; the client reads
+/// `{tablet_dir}/{segment id}/{start offset:020}.log` itself.
+#[derive(Debug, Clone)]
+pub struct RemoteLog {
+    /// The remote log tablet directory, as the server names it
+    /// (`{remote.data.dir}/log/{db}/{table}-{id}/{bucket}`).
+    pub tablet_dir: String,
+    /// The segments, in offset order, contiguous.
+    pub segments: Vec<RemoteSegment>,
+}
+
+/// One remote log segment.
+#[derive(Debug, Clone)]
+pub struct RemoteSegment {
+    /// The segment's UUID.
+    pub id: String,
+    /// The base offset of its first batch.
+    pub start_offset: i64,
+    /// The offset after its last batch (exclusive, as Fluss's `RemoteLogSegment`).
+    pub end_offset: i64,
+    /// Its bytes, as written to the remote file.
+    pub bytes: Bytes,
+    batches: Arc<[BatchInfo]>,
+}
+
+impl RemoteSegment {
+    /// The file's path under the tablet directory (`{id}/{start offset:020}.log`).
+    pub fn file_name(&self) -> String {
+        format!("{}/{:020}.log", self.id, self.start_offset)
+    }
+
+    /// The byte position of the batch holding `offset` (Fluss's offset-index lookup,
+    /// exact here).
+    pub fn position_of(&self, offset: i64) -> usize {
+        let at = self.batches.partition_point(|b| b.last_offset < offset);
+        self.batches.get(at).map_or(0, |b| b.position)
+    }
 }
 
 impl ServedLog {
@@ -160,6 +203,7 @@ impl ServedLog {
             batches: batches.into(),
             log_start_offset,
             high_watermark,
+            remote: None,
         })
     }
 
@@ -170,6 +214,7 @@ impl ServedLog {
             batches: Arc::from(Vec::new()),
             log_start_offset: offset,
             high_watermark: offset,
+            remote: None,
         }
     }
 
@@ -198,7 +243,91 @@ impl ServedLog {
                 .map_or(self.log_start_offset, |b| b.last_offset + 1),
             batches,
             log_start_offset: self.log_start_offset,
+            remote: self.remote.clone(),
         })
+    }
+
+    /// Moves the batches below `offset` (which must be a batch boundary) to remote
+    /// storage, cut into `segments` segments of about equal batch counts, as Fluss's
+    /// remote log tiering does; the remote log is named `tablet_dir`. The result serves
+    /// the rest locally. Write each [`RemoteSegment::bytes`] to
+    /// `{tablet_dir}/{file_name}` for clients to read.
+    pub fn tier_to_remote(
+        &self,
+        offset: i64,
+        segments: usize,
+        tablet_dir: &str,
+    ) -> Result<Self, LogError> {
+        let cut = self.batches.partition_point(|b| b.last_offset < offset);
+        if let Some(b) = self.batches.get(cut)
+            && b.base_offset < offset
+        {
+            return Err(LogError(format!(
+                "offset {offset} lies inside the batch of offsets {}..={}",
+                b.base_offset, b.last_offset
+            )));
+        }
+        if cut == 0 || segments == 0 {
+            return Err(LogError(format!("no batch below offset {offset} to tier")));
+        }
+        let per_segment = cut.div_ceil(segments);
+        let mut remote = Vec::new();
+        for (n, chunk) in self.batches[..cut].chunks(per_segment).enumerate() {
+            let (first, last) = (chunk[0], chunk[chunk.len() - 1]);
+            let bytes = self
+                .records
+                .slice(first.position..last.position + last.size);
+            let batches: Vec<BatchInfo> = chunk
+                .iter()
+                .map(|b| BatchInfo {
+                    position: b.position - first.position,
+                    ..*b
+                })
+                .collect();
+            remote.push(RemoteSegment {
+                // deterministic, UUID-shaped ids
+                id: format!("00000000-0000-4000-8000-{:012x}", n + 1),
+                start_offset: first.base_offset,
+                end_offset: last.last_offset + 1,
+                bytes,
+                batches: batches.into(),
+            });
+        }
+        let local_start = self.batches.get(cut).map_or(0, |b| b.position);
+        let local: Vec<BatchInfo> = self.batches[cut..]
+            .iter()
+            .map(|b| BatchInfo {
+                position: b.position - local_start,
+                ..*b
+            })
+            .collect();
+        Ok(Self {
+            records: self.records.slice(local_start..),
+            batches: local.into(),
+            log_start_offset: self.log_start_offset,
+            high_watermark: self.high_watermark,
+            remote: Some(Arc::new(RemoteLog {
+                tablet_dir: tablet_dir.to_string(),
+                segments: remote,
+            })),
+        })
+    }
+
+    /// The remote part of the log, if some of it was tiered.
+    pub fn remote(&self) -> Option<&RemoteLog> {
+        self.remote.as_deref()
+    }
+
+    /// The first offset held locally (the log start offset when nothing is remote).
+    pub fn local_start_offset(&self) -> i64 {
+        match (&self.remote, self.batches.first()) {
+            (None, _) => self.log_start_offset,
+            (Some(_), Some(b)) => b.base_offset,
+            (Some(r), None) => r
+                .segments
+                .last()
+                .map_or(self.high_watermark, |s| s.end_offset),
+        }
     }
 
     /// The first offset of the log.

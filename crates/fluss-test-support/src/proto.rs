@@ -22,6 +22,7 @@
 pub use fluss_datafusion::source::cluster_wire::{
     AuthenticateRequest, AuthenticateResponse, ErrorResponse, FetchLogRequest, FetchLogResponse,
     PbFetchLogReqForBucket, PbFetchLogReqForTable, PbFetchLogRespForBucket, PbFetchLogRespForTable,
+    PbRemoteLogSegment, RemoteLogFetchInfo,
 };
 
 // ---- ApiVersions (1000) ---------------------------------------------------------------------

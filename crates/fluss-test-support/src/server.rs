@@ -795,6 +795,25 @@ impl Connection {
                             ),
                         ));
                     }
+                    // Below the local log: the segments tiered to remote storage, as
+                    // `ReplicaManager.fetchLogFromRemote` answers (no records).
+                    if offset < log.local_start_offset()
+                        && let Some(remote) = log.remote()
+                    {
+                        let partition_name = b.partition_id.and_then(|id| {
+                            table.as_ref().and_then(|t| {
+                                t.partitions
+                                    .iter()
+                                    .find(|p| p.partition_id == id)
+                                    .map(|p| p.name.clone())
+                            })
+                        });
+                        return Ok((
+                            log.clone(),
+                            Vec::new(),
+                            remote_fetch_info(remote, offset, partition_name),
+                        ));
+                    }
                     let limit = remaining.min(usize::try_from(b.max_fetch_bytes).unwrap_or(0));
                     let mut records = if offset == end {
                         Vec::new()
@@ -802,17 +821,21 @@ impl Connection {
                         log.read(offset, limit, min_one_batch, projection)?
                     };
                     self.faults().damage_records(at, &mut records);
-                    Ok((log, records))
+                    Ok((log, records, None))
                 });
                 match result {
-                    Ok((log, records)) => {
+                    Ok((log, records, remote)) => {
                         if !records.is_empty() {
                             min_one_batch = false;
                         }
                         remaining = remaining.saturating_sub(records.len());
                         resp.high_watermark = Some(log.high_watermark());
                         resp.log_start_offset = Some(log.log_start_offset());
-                        resp.records = Some(records.into());
+                        if remote.is_some() {
+                            resp.remote_log_fetch_info = remote;
+                        } else {
+                            resp.records = Some(records.into());
+                        }
                     }
                     Err(e) => {
                         resp.error_code = Some(e.code);
@@ -828,6 +851,36 @@ impl Connection {
         }
         FetchLogResponse { tables_resp }
     }
+}
+
+/// The remote segments holding `offset` and every later one, the first read from the
+/// batch holding `offset`.
+fn remote_fetch_info(
+    remote: &crate::log::RemoteLog,
+    offset: i64,
+    partition_name: Option<String>,
+) -> Option<RemoteLogFetchInfo> {
+    let segments: Vec<_> = remote
+        .segments
+        .iter()
+        .filter(|s| s.end_offset > offset)
+        .collect();
+    let first = segments.first()?;
+    Some(RemoteLogFetchInfo {
+        remote_log_tablet_dir: remote.tablet_dir.clone(),
+        partition_name,
+        first_start_pos: i32::try_from(first.position_of(offset)).ok(),
+        remote_log_segments: segments
+            .iter()
+            .map(|s| PbRemoteLogSegment {
+                remote_log_segment_id: s.id.clone(),
+                remote_log_start_offset: s.start_offset,
+                remote_log_end_offset: s.end_offset,
+                segment_size_in_bytes: i32::try_from(s.bytes.len()).unwrap_or(i32::MAX),
+                max_timestamp: None,
+            })
+            .collect(),
+    })
 }
 
 fn api_versions() -> ApiVersionsResponse {

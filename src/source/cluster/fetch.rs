@@ -3,7 +3,7 @@
 //! [`LogCursor`] (CRC checked, change types read, contiguity checked), the same path
 //! a LocalStore's segment files take.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
@@ -14,6 +14,7 @@ use tokio::io::BufStream;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
+use super::remote_log::RemoteSegments;
 use super::wire::{self, api_key, error_code};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{BatchIterator, ChangelogBatch, LogBatch, LogCursor};
@@ -169,6 +170,8 @@ pub(crate) struct BucketFetch {
     pub max_fetch_bytes: i32,
     /// How long one FetchLog may take before the read fails.
     pub request_timeout: Duration,
+    /// Storage options for tiered (remote) log segments (the source's lake options).
+    pub storage_options: Arc<HashMap<String, String>>,
 }
 
 /// A bounded read of one bucket over FetchLog.
@@ -177,6 +180,9 @@ pub(crate) struct BucketFetchReader {
     fetch: BucketFetch,
     cursor: LogCursor,
     pending: VecDeque<LogBatch>,
+    /// Remote segments being read (a fetch below the server's local log), before
+    /// fetching resumes from the server.
+    remote: Option<RemoteSegments>,
 }
 
 impl BucketFetchReader {
@@ -191,6 +197,7 @@ impl BucketFetchReader {
             fetch,
             cursor,
             pending: VecDeque::new(),
+            remote: None,
         }
     }
 }
@@ -223,6 +230,9 @@ impl crate::source::BucketBatches for BucketFetchReader {
 impl BucketFetchReader {
     /// Fetches the batches from the cursor's position on.
     async fn fill(&mut self) -> Result<()> {
+        if self.remote.is_some() {
+            return self.fill_from_remote().await;
+        }
         let position = self.cursor.position();
         let request = wire::FetchLogRequest {
             // -1: a client, not a follower replica.
@@ -281,12 +291,13 @@ impl BucketFetchReader {
             }
             return Err(error);
         }
-        if bucket.remote_log_fetch_info.is_some() {
-            return Err(Error::unsupported(
-                "the read range starts in tiered (remote) log segments, which are not read yet",
-            )
-            .with_context("server", &self.connection.address)
-            .with_context("fetch_offset", position));
+        if let Some(info) = &bucket.remote_log_fetch_info {
+            // The offsets are no longer on the server's disk: read the segments it
+            // tiered to remote storage, then fetch from where they end.
+            let remote = RemoteSegments::new(info, position, &self.fetch.storage_options)
+                .map_err(|e| e.with_context("server", &self.connection.address))?;
+            self.remote = Some(remote);
+            return self.fill_from_remote().await;
         }
         let records = bucket.records.unwrap_or_default();
         self.frame(records)?;
@@ -298,6 +309,70 @@ impl BucketFetchReader {
                 .with_context("high_watermark", bucket.high_watermark.unwrap_or(-1)));
         }
         Ok(())
+    }
+
+    /// Frames the whole batches of the next chunk of the remote segments. A chunk
+    /// ends inside a batch at most once per batch: that batch is read again, whole,
+    /// with the next chunk.
+    async fn fill_from_remote(&mut self) -> Result<()> {
+        let mut min_bytes = 0;
+        loop {
+            let Some(remote) = self.remote.as_mut() else {
+                return Ok(());
+            };
+            let file = remote.current_location();
+            let located = |e: Error| match &file {
+                Some(f) => e.with_context("file", f),
+                None => e,
+            };
+            let address = &self.connection.address;
+            let Some((chunk, start)) = remote
+                .next_chunk(min_bytes)
+                .await
+                .map_err(|e| e.with_context("server", address))?
+            else {
+                // every segment read; the server's local log follows
+                let end = remote.end_offset();
+                self.remote = None;
+                if self.cursor.position() < end {
+                    return Err(Error::data_invalid(format!(
+                        "the remote log segments end at offset {end} but their batches end at {}",
+                        self.cursor.position()
+                    ))
+                    .with_context("server", &self.connection.address));
+                }
+                return Ok(());
+            };
+            let mut consumed = 0u64;
+            let mut batches = BatchIterator::new(chunk.clone());
+            for batch in batches.by_ref() {
+                let batch = batch.map_err(|e| located(e).with_context("byte", start + consumed))?;
+                consumed += batch.size_in_bytes() as u64;
+                self.pending.push_back(batch);
+            }
+            let whole_segment_read = start + (chunk.len() as u64) >= remote.segment_size();
+            remote.advance(consumed);
+            if consumed > 0 {
+                return Ok(());
+            }
+            // no whole batch in the chunk: the batch is larger than the chunk, or the
+            // segment ends inside it
+            match torn_batch(&chunk) {
+                Some((_, size)) if !whole_segment_read && size > chunk.len() as i64 => {
+                    min_bytes = size as u64;
+                }
+                torn => {
+                    let error = Error::data_invalid(match torn {
+                        Some((base_offset, size)) => format!(
+                            "the remote log segment ends inside the batch at offset {base_offset} \
+                             ({size} bytes claimed)"
+                        ),
+                        None => "the remote log segment ends inside a batch header".to_string(),
+                    });
+                    return Err(located(error).with_context("byte", start));
+                }
+            }
+        }
     }
 
     /// Frames the whole batches of one answer. A server may cut its answer inside the

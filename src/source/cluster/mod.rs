@@ -19,6 +19,7 @@
 //! ```
 
 mod fetch;
+mod remote_log;
 pub mod wire;
 
 use std::collections::{BTreeMap, HashMap};
@@ -483,6 +484,7 @@ impl FlussSource for ClusterSource {
                 .max_fetch_bytes
                 .unwrap_or(DEFAULT_MAX_FETCH_BYTES),
             request_timeout: self.request_timeout,
+            storage_options: Arc::new(self.options.lake_options.clone()),
         };
         let reader = BucketFetchReader::new(connection, fetch, cursor);
         Ok(super::bucket_stream(reader, table, bucket.bucket))

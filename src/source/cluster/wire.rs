@@ -39,7 +39,9 @@ pub mod error_code {
     /// No such table or bucket on this server.
     pub const UNKNOWN_TABLE_OR_BUCKET: i32 = 21;
     /// This server does not lead the bucket (metadata moved).
-    pub const NOT_LEADER_OR_FOLLOWER: i32 = 22;
+    pub const NOT_LEADER_OR_FOLLOWER: i32 = 12;
+    /// The bucket has no leader right now (an election is under way).
+    pub const LEADER_NOT_AVAILABLE: i32 = 44;
 }
 
 /// The largest response frame accepted (a FetchLog answer is bounded by its
@@ -132,8 +134,7 @@ pub struct PbFetchLogRespForTable {
     pub buckets_resp: Vec<PbFetchLogRespForBucket>,
 }
 
-/// `PbFetchLogRespForBucket` (field 7, `remote_log_fetch_info`, is detected by its
-/// absence of records below the log start: remote segments are not read yet).
+/// `PbFetchLogRespForBucket`.
 #[derive(Clone, PartialEq, Message)]
 pub struct PbFetchLogRespForBucket {
     #[prost(int64, optional, tag = "1")]
@@ -156,12 +157,35 @@ pub struct PbFetchLogRespForBucket {
     pub filtered_end_offset: Option<i64>,
 }
 
-/// `PbRemoteLogFetchInfo`, only noticed: a bucket whose range starts in tiered
-/// (remote) segments is an error until remote segments are read.
+/// `PbRemoteLogFetchInfo`: the answer to a fetch below the local log, naming the
+/// remote (tiered) segments from the one holding the fetch offset on.
 #[derive(Clone, PartialEq, Message)]
 pub struct RemoteLogFetchInfo {
     #[prost(string, required, tag = "1")]
     pub remote_log_tablet_dir: String,
+    #[prost(string, optional, tag = "2")]
+    pub partition_name: Option<String>,
+    #[prost(message, repeated, tag = "3")]
+    pub remote_log_segments: Vec<PbRemoteLogSegment>,
+    /// Byte position in the first segment of the batch holding the fetch offset.
+    #[prost(int32, optional, tag = "4")]
+    pub first_start_pos: Option<i32>,
+}
+
+/// `PbRemoteLogSegment`: `{remote_log_tablet_dir}/{id}/{start:020}.log`, offsets
+/// `[start, end)`.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbRemoteLogSegment {
+    #[prost(string, required, tag = "1")]
+    pub remote_log_segment_id: String,
+    #[prost(int64, required, tag = "2")]
+    pub remote_log_start_offset: i64,
+    #[prost(int64, required, tag = "3")]
+    pub remote_log_end_offset: i64,
+    #[prost(int32, required, tag = "4")]
+    pub segment_size_in_bytes: i32,
+    #[prost(int64, optional, tag = "5")]
+    pub max_timestamp: Option<i64>,
 }
 
 /// An error answer of the server, with its Fluss error code.
