@@ -22,7 +22,7 @@ use fluss::metadata::TablePath;
 use fluss_datafusion::source::{ClusterOptions, ClusterSource, FlussSource, LocalStoreOptions};
 use fluss_datafusion::sql::{FlussSession, describe_table};
 use fluss_datafusion::{ErrorKind, LocalStore};
-use fluss_test_support::local_store::load_local_store;
+use fluss_test_support::local_store::{TIERED_TABLES_SQL, load_local_store, store_from_sql};
 use fluss_test_support::s3::{self, S3Server};
 use fluss_test_support::server::{ServerConfig, TestServer};
 
@@ -126,33 +126,7 @@ async fn pyiceberg_tables_on_s3_union_read_through_the_hadoop_layout_and_the_sql
 
 /// A tiered log table and a tiered primary-key table, each with a tail.
 async fn tiered_store() -> (tempfile::TempDir, Arc<LocalStore>, FlussSession) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        LocalStore::open(dir.path().to_str().unwrap())
-            .await
-            .unwrap(),
-    );
-    let session = FlussSession::new(store.clone()).await.unwrap();
-    for sql in [
-        "CREATE DATABASE db",
-        "CREATE TABLE db.logs (id BIGINT, name STRING, score INT) \
-         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
-        "INSERT INTO db.logs VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40)",
-        "CALL fluss.tier('db.logs')",
-        "INSERT INTO db.logs VALUES (5, 'e', 50), (6, NULL, 60)",
-        "CREATE TABLE db.kv (id BIGINT, v STRING, n INT, PRIMARY KEY (id) NOT ENFORCED) \
-         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
-        "INSERT INTO db.kv VALUES (1, 'x', 1), (2, 'y', 2), (3, 'z', 3)",
-        "CALL fluss.tier('db.kv')",
-        "INSERT INTO db.kv VALUES (1, 'x2', 10), (4, 'w', 4)",
-        "DELETE FROM db.kv WHERE id = 2",
-    ] {
-        session
-            .execute(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
-    (dir, store, session)
+    store_from_sql(TIERED_TABLES_SQL).await
 }
 
 async fn serve(store: &LocalStore) -> TestServer {

@@ -338,6 +338,51 @@ fn lake_snapshot(
     }
 }
 
+/// SQL building a store with a tiered log table `db.logs` and a tiered primary-key
+/// table `db.kv`, each with a tail not tiered yet (an update and a delete in `db.kv`),
+/// and a log table without a lake, `db.plain`: the store the cluster-source tests serve.
+pub const TIERED_TABLES_SQL: &[&str] = &[
+    "CREATE DATABASE db",
+    "CREATE TABLE db.logs (id BIGINT, name STRING, score INT) \
+     WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
+    "INSERT INTO db.logs VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40)",
+    "CALL fluss.tier('db.logs')",
+    "INSERT INTO db.logs VALUES (5, 'e', 50), (6, NULL, 60)",
+    "INSERT INTO db.logs VALUES (7, 'g', NULL)",
+    "CREATE TABLE db.kv (id BIGINT, v STRING, n INT, PRIMARY KEY (id) NOT ENFORCED) \
+     WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
+    "INSERT INTO db.kv VALUES (1, 'x', 1), (2, 'y', 2), (3, 'z', 3)",
+    "CALL fluss.tier('db.kv')",
+    "INSERT INTO db.kv VALUES (1, 'x2', 10), (4, 'w', 4)",
+    "DELETE FROM db.kv WHERE id = 2",
+    "CREATE TABLE db.plain (id BIGINT, tag STRING) WITH ('bucket.num' = '3')",
+    "INSERT INTO db.plain VALUES (1, 'p'), (2, 'q'), (3, 'r'), (4, 's')",
+];
+
+/// A LocalStore in a fresh temporary directory after running `statements` (SQL) on
+/// it, with the session that ran them. Panics on a failed statement (tests only).
+pub async fn store_from_sql(
+    statements: &[&str],
+) -> (
+    tempfile::TempDir,
+    std::sync::Arc<LocalStore>,
+    fluss_datafusion::sql::FlussSession,
+) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path().to_str().expect("a UTF-8 path");
+    let store = std::sync::Arc::new(LocalStore::open(root).await.expect("the store opens"));
+    let session = fluss_datafusion::sql::FlussSession::new(store.clone())
+        .await
+        .expect("a session on the store");
+    for sql in statements {
+        session
+            .execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    (dir, store, session)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,11 @@
 //! server serving a LocalStore: every query answers as the same SQL on the LocalStore
 //! itself does, for log and primary-key tables, union reads and `t$lake`.
 
+mod common;
+
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
+use common::render;
 use fluss_datafusion::log::BatchIterator;
 use fluss_datafusion::source::{ClusterOptions, ClusterSource, FlussSource};
 use fluss_datafusion::sql::FlussSession;
@@ -18,36 +19,7 @@ use fluss_test_support::server::{ServerConfig, TestServer};
 /// A store with a tiered log table and a tiered primary-key table, each with a tail
 /// not tiered yet, and a log table without a lake.
 async fn store() -> (tempfile::TempDir, Arc<LocalStore>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        LocalStore::open(dir.path().to_str().unwrap())
-            .await
-            .unwrap(),
-    );
-    let session = FlussSession::new(store.clone()).await.unwrap();
-    for sql in [
-        "CREATE DATABASE db",
-        "CREATE TABLE db.logs (id BIGINT, name STRING, score INT) \
-         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
-        "INSERT INTO db.logs VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40)",
-        "CALL fluss.tier('db.logs')",
-        "INSERT INTO db.logs VALUES (5, 'e', 50), (6, NULL, 60)",
-        "INSERT INTO db.logs VALUES (7, 'g', NULL)",
-        "CREATE TABLE db.kv (id BIGINT, v STRING, n INT, PRIMARY KEY (id) NOT ENFORCED) \
-         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
-        "INSERT INTO db.kv VALUES (1, 'x', 1), (2, 'y', 2), (3, 'z', 3)",
-        "CALL fluss.tier('db.kv')",
-        "INSERT INTO db.kv VALUES (1, 'x2', 10), (4, 'w', 4)",
-        "DELETE FROM db.kv WHERE id = 2",
-        "CREATE TABLE db.plain (id BIGINT, tag STRING) WITH ('bucket.num' = '3')",
-        "INSERT INTO db.plain VALUES (1, 'p'), (2, 'q'), (3, 'r'), (4, 's')",
-    ] {
-        session
-            .execute(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
-    (dir, store)
+    common::sql_store(fluss_test_support::local_store::TIERED_TABLES_SQL).await
 }
 
 async fn serve(store: &LocalStore, config: ServerConfig) -> TestServer {
@@ -60,27 +32,6 @@ fn options(server: &TestServer) -> ClusterOptions {
         bootstrap_servers: server.bootstrap_servers(),
         ..Default::default()
     }
-}
-
-/// Rows as `| a | b |` lines.
-fn render(batches: &[RecordBatch]) -> String {
-    let options = FormatOptions::default().with_null("NULL");
-    let mut out = String::new();
-    for batch in batches {
-        let columns: Vec<ArrayFormatter> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            out.push('|');
-            for c in &columns {
-                out.push_str(&format!(" {} |", c.value(row)));
-            }
-            out.push('\n');
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,11 +6,12 @@
 //! that start in remote segments answer as the LocalStore does; a missing segment is an
 //! error naming the file.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
+use common::render;
 use fluss_datafusion::LocalStore;
 use fluss_datafusion::log::BatchIterator;
 use fluss_datafusion::source::{ClusterOptions, ClusterSource};
@@ -25,13 +26,6 @@ use object_store::ObjectStoreExt;
 /// A log table and a primary-key table without a lake (read from the earliest
 /// offset), written in many small batches.
 async fn store() -> (tempfile::TempDir, Arc<LocalStore>, FlussSession) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        LocalStore::open(dir.path().to_str().unwrap())
-            .await
-            .unwrap(),
-    );
-    let session = FlussSession::new(store.clone()).await.unwrap();
     let mut statements = vec![
         "CREATE DATABASE db".to_string(),
         "CREATE TABLE db.events (id BIGINT, kind STRING, n INT) WITH ('bucket.num' = '2')"
@@ -57,12 +51,9 @@ async fn store() -> (tempfile::TempDir, Arc<LocalStore>, FlussSession) {
             statements.push(format!("DELETE FROM db.kv WHERE id = {}", round % 4));
         }
     }
-    for sql in &statements {
-        session
-            .execute(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    let (dir, store) = common::sql_store(&statements).await;
+    let session = FlussSession::new(store.clone()).await.unwrap();
     (dir, store, session)
 }
 
@@ -74,27 +65,6 @@ const QUERIES: [&str; 6] = [
     "SELECT v FROM db.kv WHERE id = 12",
     "SELECT count(*) FROM db.kv",
 ];
-
-fn render(batches: &[RecordBatch]) -> String {
-    let options = FormatOptions::default().with_null("NULL");
-    let mut out = String::new();
-    for batch in batches {
-        let formatters: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            let cells: Vec<String> = formatters
-                .iter()
-                .map(|f| f.value(row).to_string())
-                .collect();
-            out.push_str(&cells.join("|"));
-            out.push('\n');
-        }
-    }
-    out
-}
 
 async fn answers(session: &FlussSession) -> Vec<String> {
     let mut out = Vec::new();

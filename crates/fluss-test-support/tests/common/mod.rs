@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use fluss_datafusion::LocalStore;
-use fluss_datafusion::sql::FlussSession;
 use fluss_test_support::memory::MemoryCluster;
 use fluss_test_support::model::{
     ServedLakeBucket, ServedLakeSnapshot, ServedLog, ServedPartition, ServedTable,
@@ -184,17 +183,28 @@ impl RawClient {
 
 /// A LocalStore in a fresh directory after running `statements` (SQL) on it.
 pub async fn sql_store(statements: &[&str]) -> (tempfile::TempDir, Arc<LocalStore>) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path().to_str().expect("a UTF-8 path");
-    let store = Arc::new(LocalStore::open(root).await.expect("the store opens"));
-    let session = FlussSession::new(store.clone())
-        .await
-        .expect("a session on the store");
-    for sql in statements {
-        session
-            .execute(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
+    let (dir, store, _) = fluss_test_support::local_store::store_from_sql(statements).await;
     (dir, store)
+}
+
+/// Rows as `| a | b |` lines, nulls as `NULL`.
+pub fn render(batches: &[arrow::array::RecordBatch]) -> String {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default().with_null("NULL");
+    let mut out = String::new();
+    for batch in batches {
+        let columns: Vec<ArrayFormatter> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            out.push('|');
+            for c in &columns {
+                out.push_str(&format!(" {} |", c.value(row)));
+            }
+            out.push('\n');
+        }
+    }
+    out
 }
