@@ -115,6 +115,41 @@ pub struct LakeLocation {
 }
 
 impl LakeLocation {
+    /// The lake of `table` from its `table.datalake.<format>.*` properties, with the
+    /// warehouse passed through `resolve` (a LocalStore resolves relative paths against
+    /// its root) and the source's `extra` options over the table's.
+    pub fn of_table(
+        table: &FlussTable,
+        extra: &HashMap<String, String>,
+        resolve: impl FnOnce(&str) -> String,
+    ) -> Result<Self> {
+        let format = table.lake_format().ok_or_else(|| {
+            Error::invalid_input("table has no lake ('table.datalake.enabled' is not true)")
+                .with_context("table", table.path.to_string())
+        })?;
+        let format = LakeFormat::of(&format);
+        let name = format.name();
+        let mut options = lake_catalog_properties(table.info.get_properties(), name);
+        let warehouse = match (options.get("warehouse"), format) {
+            (Some(w), _) => resolve(w),
+            (None, LakeFormat::Paimon | LakeFormat::Iceberg) => {
+                return Err(Error::invalid_input(format!(
+                    "table has no 'table.datalake.{name}.warehouse' property"
+                ))
+                .with_context("table", table.path.to_string()));
+            }
+            // other formats say they are unsupported when opened, before anything
+            // else about them matters
+            (None, _) => String::new(),
+        };
+        options.extend(extra.clone());
+        Ok(Self {
+            format,
+            warehouse,
+            options,
+        })
+    }
+
     /// The object store holding the warehouse, built from the storage options (and
     /// the standard environment); `None` for a local warehouse.
     pub fn object_store(&self) -> Result<Option<Arc<dyn ObjectStore>>> {

@@ -78,6 +78,21 @@ impl LogCursor {
         self.position >= self.range.stop
     }
 
+    /// Moves past offsets `[position, offset)` without reading them: a server that
+    /// filters batches by their statistics says none of their rows matches (a
+    /// FetchLog answer's gaps and `filtered_end_offset`). The next batch must start
+    /// exactly at `offset`.
+    pub fn skip_to(&mut self, offset: i64) {
+        if offset > self.position {
+            self.position = offset;
+            self.started = true;
+            self.metrics.batches_skipped += 1;
+            if let Some(c) = &self.options.counters {
+                c.batches_skipped.add(1);
+            }
+        }
+    }
+
     /// The error for a log that ends before the range does.
     pub fn ended_early(&self) -> Error {
         Error::data_invalid(format!(

@@ -672,7 +672,8 @@ async fn differential_iceberg() {
 
 /// Every read through the cluster source and the RPC test server serving the store:
 /// metadata, offsets and the readable lake snapshot through fluss-rs, the log tail by
-/// FetchLog; the same model and checks.
+/// FetchLog (the log table's with server-side batch filtering); the same model and
+/// checks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn differential_cluster() {
     run_differential(Run {
@@ -681,7 +682,8 @@ async fn differential_cluster() {
         seed_offset: 4,
         steps: env_steps().div_ceil(3),
         common: vec![],
-        log_only: vec![],
+        // the log table's filters then go to the server (`filter_predicate`)
+        log_only: vec![("table.statistics.columns", "*")],
         through_cluster: true,
     })
     .await;

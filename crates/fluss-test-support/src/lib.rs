@@ -33,6 +33,7 @@
 
 pub mod errors;
 pub mod faults;
+mod filter;
 pub mod frame;
 pub mod local_store;
 pub mod log;

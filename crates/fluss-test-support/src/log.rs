@@ -396,6 +396,51 @@ impl ServedLog {
     }
 }
 
+impl ServedLog {
+    /// Reads as [`ServedLog::read`] does, leaving out the batches `include` rejects,
+    /// as Fluss's `LogSegment` read with a filter does: the answer may have gaps, and
+    /// when the batches after the last one sent were all left out (or every batch
+    /// was), the offset after the last batch scanned comes back too, so the client
+    /// can move past them (`filtered_end_offset`).
+    pub(crate) fn read_filtered(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+        include: &dyn Fn(&[u8]) -> bool,
+    ) -> (Vec<u8>, Option<i64>) {
+        let first = self.batches.partition_point(|b| b.last_offset < offset);
+        let mut out = Vec::new();
+        let mut last_scanned = None;
+        let mut last_included = None;
+        let mut size_break = false;
+        for batch in &self.batches[first..] {
+            let raw = &self.records[batch.position..batch.position + batch.size];
+            last_scanned = Some(batch.last_offset + 1);
+            if !include(raw) {
+                continue;
+            }
+            let fits = out.len() + raw.len() <= max_bytes;
+            let forced = !fits && out.is_empty() && min_one_batch;
+            if !fits && !forced {
+                size_break = true;
+                break;
+            }
+            out.extend_from_slice(raw);
+            last_included = Some(batch.last_offset + 1);
+            if forced {
+                break;
+            }
+        }
+        let filtered_end = match (last_scanned, last_included) {
+            (Some(scanned), None) => Some(scanned),
+            (Some(scanned), Some(included)) if !size_break && scanned > included => Some(scanned),
+            _ => None,
+        };
+        (out, filtered_end)
+    }
+}
+
 /// The length of the longest prefix of `records` that holds only whole batches, stopping
 /// at a torn tail: a last batch cut short (a crash mid-append), whose header or body ends
 /// before its length says. Anything else wrong (a negative length, say) is not a tear; the

@@ -21,8 +21,9 @@
 // drift apart.
 pub use fluss_datafusion::source::cluster_wire::{
     AuthenticateRequest, AuthenticateResponse, ErrorResponse, FetchLogRequest, FetchLogResponse,
-    PbFetchLogReqForBucket, PbFetchLogReqForTable, PbFetchLogRespForBucket, PbFetchLogRespForTable,
-    PbRemoteLogSegment, RemoteLogFetchInfo,
+    PbCompoundPredicate, PbFetchLogReqForBucket, PbFetchLogReqForTable, PbFetchLogRespForBucket,
+    PbFetchLogRespForTable, PbLeafPredicate, PbLiteralValue, PbPredicate, PbRemoteLogSegment,
+    RemoteLogFetchInfo,
 };
 
 // ---- ApiVersions (1000) ---------------------------------------------------------------------

@@ -28,6 +28,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::errors::{self, ApiError};
 use crate::faults::{BucketRef, ConnectionFault, Faults, FetchCounter};
+use crate::filter::BatchFilter;
 use crate::frame::{self, Request, api_key};
 use crate::log::Projector;
 use crate::model::{ClusterModel, ServedTable};
@@ -97,6 +98,7 @@ impl TestServer {
             config,
             received: std::sync::Mutex::new(Vec::new()),
             fetches: FetchCounter::default(),
+            record_bytes_sent: Default::default(),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
         Ok(Self {
@@ -124,6 +126,14 @@ impl TestServer {
             Ok(keys) => keys.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// Bytes of log records sent in FetchLog answers so far (a filtering fetch sends
+    /// fewer).
+    pub fn record_bytes_sent(&self) -> u64 {
+        self.shared
+            .record_bytes_sent
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Forgets the requests recorded so far.
@@ -168,6 +178,8 @@ struct Shared {
     received: std::sync::Mutex<Vec<i16>>,
     /// FetchLog requests received, for [`crate::faults::FetchMatch::Nth`].
     fetches: FetchCounter,
+    /// Bytes of log records sent in FetchLog answers.
+    record_bytes_sent: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Shared {
@@ -752,6 +764,27 @@ impl Connection {
                 )),
                 _ => None,
             };
+            // batches are filtered by their statistics when the client sent a filter
+            // (and no projection, which this server does not combine with one)
+            let filter = match (
+                &table,
+                table_req.filter_predicate.clone(),
+                table_req.filter_schema_id,
+                table_req.projection_pushdown_enabled,
+            ) {
+                (Some(t), Some(predicate), Some(schema_id), false) => t
+                    .schemas
+                    .get(&schema_id)
+                    .and_then(|json| serde_json::from_slice::<serde_json::Value>(json).ok())
+                    .and_then(|json| {
+                        <fluss::metadata::Schema as fluss::metadata::JsonSerde>::deserialize_json(
+                            &json,
+                        )
+                        .ok()
+                    })
+                    .map(|schema| BatchFilter::new(predicate, schema_id, &schema)),
+                _ => None,
+            };
             let mut buckets_resp = Vec::with_capacity(table_req.buckets_req.len());
             for b in table_req.buckets_req {
                 let mut resp = PbFetchLogRespForBucket {
@@ -815,16 +848,26 @@ impl Connection {
                         ));
                     }
                     let limit = remaining.min(usize::try_from(b.max_fetch_bytes).unwrap_or(0));
-                    let mut records = if offset == end {
-                        Vec::new()
-                    } else {
-                        log.read(offset, limit, min_one_batch, projection)?
+                    let (mut records, filtered_end) = match (&filter, offset == end) {
+                        (_, true) => (Vec::new(), None),
+                        (Some(filter), false) => {
+                            log.read_filtered(offset, limit, min_one_batch, &|raw| {
+                                filter.include(raw)
+                            })
+                        }
+                        (None, false) => {
+                            (log.read(offset, limit, min_one_batch, projection)?, None)
+                        }
                     };
                     self.faults().damage_records(at, &mut records);
+                    resp.filtered_end_offset = filtered_end;
                     Ok((log, records, None))
                 });
                 match result {
                     Ok((log, records, remote)) => {
+                        self.shared
+                            .record_bytes_sent
+                            .fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
                         if !records.is_empty() {
                             min_one_batch = false;
                         }

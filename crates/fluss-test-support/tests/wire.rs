@@ -23,6 +23,8 @@ fn fetch(table_id: i64, offset: i64, max_bytes: i32, bucket_max: i32) -> FetchLo
                 fetch_offset: offset,
                 max_fetch_bytes: bucket_max,
             }],
+            filter_predicate: None,
+            filter_schema_id: None,
         }],
         max_wait_ms: Some(0),
         min_bytes: Some(1),

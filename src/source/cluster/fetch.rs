@@ -172,6 +172,9 @@ pub(crate) struct BucketFetch {
     pub request_timeout: Duration,
     /// Storage options for tiered (remote) log segments (the source's lake options).
     pub storage_options: Arc<HashMap<String, String>>,
+    /// The batch filter sent with every fetch, with the schema id it names fields of;
+    /// the server then leaves out batches that cannot match, so answers have gaps.
+    pub filter: Option<(wire::PbPredicate, i32)>,
 }
 
 /// A bounded read of one bucket over FetchLog.
@@ -183,6 +186,8 @@ pub(crate) struct BucketFetchReader {
     /// Remote segments being read (a fetch below the server's local log), before
     /// fetching resumes from the server.
     remote: Option<RemoteSegments>,
+    /// Where the server's last answer says its filtering scanned to.
+    filtered_end: Option<i64>,
 }
 
 impl BucketFetchReader {
@@ -198,6 +203,7 @@ impl BucketFetchReader {
             cursor,
             pending: VecDeque::new(),
             remote: None,
+            filtered_end: None,
         }
     }
 }
@@ -210,12 +216,20 @@ impl crate::source::BucketBatches for BucketFetchReader {
                 return Ok(None);
             }
             let Some(batch) = self.pending.pop_front() else {
+                if let Some(end) = self.filtered_end.take() {
+                    self.cursor.skip_to(end);
+                    continue;
+                }
                 self.fill().await?;
                 continue;
             };
             let position = self.cursor.position();
             if batch.next_offset() <= position {
                 continue;
+            }
+            // A filtering server leaves out batches no row of which matches.
+            if self.fetch.filter.is_some() && batch.base_offset() > position {
+                self.cursor.skip_to(batch.base_offset());
             }
             if let Some(decoded) = self.cursor.accept(&batch).map_err(|e| {
                 e.with_context("server", &self.connection.address)
@@ -245,6 +259,8 @@ impl BucketFetchReader {
                 table_id: self.fetch.table_id,
                 projection_pushdown_enabled: false,
                 projected_fields: Vec::new(),
+                filter_predicate: self.fetch.filter.as_ref().map(|(p, _)| p.clone()),
+                filter_schema_id: self.fetch.filter.as_ref().map(|(_, id)| *id),
                 buckets_req: vec![wire::PbFetchLogReqForBucket {
                     partition_id: self.fetch.partition_id,
                     bucket_id: self.fetch.bucket,
@@ -301,7 +317,10 @@ impl BucketFetchReader {
         }
         let records = bucket.records.unwrap_or_default();
         self.frame(records)?;
-        if self.pending.is_empty() {
+        self.filtered_end = bucket
+            .filtered_end_offset
+            .filter(|end| self.fetch.filter.is_some() && *end > position);
+        if self.pending.is_empty() && self.filtered_end.is_none() {
             return Err(self
                 .cursor
                 .ended_early()

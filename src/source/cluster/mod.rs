@@ -19,6 +19,7 @@
 //! ```
 
 mod fetch;
+mod predicate;
 mod remote_log;
 pub mod wire;
 
@@ -38,7 +39,7 @@ use futures::stream::BoxStream;
 use self::fetch::{BucketFetch, BucketFetchReader, PlainCredentials, TabletConnection};
 use super::{BucketLocation, BucketOffsets, FlussSource, FlussTable, ReadableSnapshot};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lake::{LakeFormat, LakeLocation, lake_catalog_properties};
+use crate::lake::LakeLocation;
 use crate::log::{
     ChangelogBatch, LogCursor, LogRange, LogReadOptions, SchemaHistory, SchemaVersion,
 };
@@ -468,6 +469,7 @@ impl FlussSource for ClusterSource {
             verify_crc: true,
             ..options
         };
+        let filter = server_filter(table, &options);
         let cursor = LogCursor::new(
             range,
             table.schemas.clone(),
@@ -485,31 +487,32 @@ impl FlussSource for ClusterSource {
                 .unwrap_or(DEFAULT_MAX_FETCH_BYTES),
             request_timeout: self.request_timeout,
             storage_options: Arc::new(self.options.lake_options.clone()),
+            filter,
         };
         let reader = BucketFetchReader::new(connection, fetch, cursor);
         Ok(super::bucket_stream(reader, table, bucket.bucket))
     }
 
     async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {
-        let format = table.lake_format().ok_or_else(|| {
-            Error::invalid_input("table has no lake ('table.datalake.enabled' is not true)")
-                .with_context("table", table.path.to_string())
-        })?;
-        let format = LakeFormat::of(&format);
-        let name = format.name();
-        let properties = table.info.get_properties();
-        let mut options = lake_catalog_properties(properties, name);
-        let warehouse = options.get("warehouse").cloned().ok_or_else(|| {
-            Error::invalid_input(format!(
-                "table has no 'table.datalake.{name}.warehouse' property"
-            ))
-            .with_context("table", table.path.to_string())
-        })?;
-        options.extend(self.options.lake_options.clone());
-        Ok(LakeLocation {
-            format,
-            warehouse,
-            options,
-        })
+        // a cluster's warehouses are absolute paths or URLs
+        LakeLocation::of_table(table, &self.options.lake_options, str::to_string)
     }
+}
+
+/// The batch filter to send with the fetches of `table`: the pushed filters the
+/// server can evaluate, when the table's batches carry statistics
+/// (`table.statistics.columns`); without them a server has nothing to filter by.
+fn server_filter(table: &FlussTable, options: &LogReadOptions) -> Option<(wire::PbPredicate, i32)> {
+    let has_statistics = table
+        .info
+        .get_properties()
+        .get(crate::log::statistics::STATISTICS_COLUMNS_PROPERTY)
+        .is_some_and(|c| !c.trim().is_empty());
+    if !has_statistics {
+        return None;
+    }
+    let expr = options.predicate.as_ref()?.orig_expr().clone();
+    let schema = table.info.get_schema();
+    let predicate = predicate::to_pb_predicate(&expr, &predicate::field_ids(schema))?;
+    Some((predicate, table.info.get_schema_id()))
 }

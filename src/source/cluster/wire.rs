@@ -91,8 +91,8 @@ pub struct FetchLogRequest {
     pub read_preference: Option<i32>,
 }
 
-/// `PbFetchLogReqForTable` (fields 5 and 6, the filter predicate and its schema id,
-/// are not modelled: this crate prunes by statistics itself; prost skips them).
+/// `PbFetchLogReqForTable`. With `filter_predicate` (and its `filter_schema_id`), the
+/// server leaves out batches whose statistics prove no row matches.
 #[derive(Clone, PartialEq, Message)]
 pub struct PbFetchLogReqForTable {
     #[prost(int64, required, tag = "1")]
@@ -103,6 +103,126 @@ pub struct PbFetchLogReqForTable {
     pub projected_fields: Vec<i32>,
     #[prost(message, repeated, tag = "4")]
     pub buckets_req: Vec<PbFetchLogReqForBucket>,
+    #[prost(message, optional, tag = "5")]
+    pub filter_predicate: Option<PbPredicate>,
+    #[prost(int32, optional, tag = "6")]
+    pub filter_schema_id: Option<i32>,
+}
+
+/// `PbPredicate`: `type` 0 is a leaf, 1 a compound.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbPredicate {
+    #[prost(int32, required, tag = "1")]
+    pub r#type: i32,
+    #[prost(message, optional, tag = "2")]
+    pub leaf: Option<PbLeafPredicate>,
+    #[prost(message, optional, tag = "3")]
+    pub compound: Option<PbCompoundPredicate>,
+}
+
+/// `PbLeafPredicate`: `function` applied to the column with schema field id
+/// `field_id` and `literals` (codes in [`predicate_code`]).
+#[derive(Clone, PartialEq, Message)]
+pub struct PbLeafPredicate {
+    #[prost(int32, required, tag = "1")]
+    pub function: i32,
+    #[prost(int32, required, tag = "2")]
+    pub field_id: i32,
+    #[prost(message, repeated, tag = "3")]
+    pub literals: Vec<PbLiteralValue>,
+}
+
+/// `PbCompoundPredicate`: AND (0) or OR (1) of `children`.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbCompoundPredicate {
+    #[prost(int32, required, tag = "1")]
+    pub function: i32,
+    #[prost(message, repeated, tag = "2")]
+    pub children: Vec<PbPredicate>,
+}
+
+/// `PbLiteralValue`: `literal_type` names the field that holds the value.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbLiteralValue {
+    #[prost(int32, required, tag = "1")]
+    pub literal_type: i32,
+    #[prost(bool, required, tag = "2")]
+    pub is_null: bool,
+    #[prost(bool, optional, tag = "3")]
+    pub boolean_value: Option<bool>,
+    #[prost(int32, optional, tag = "4")]
+    pub int_value: Option<i32>,
+    #[prost(int64, optional, tag = "5")]
+    pub bigint_value: Option<i64>,
+    #[prost(float, optional, tag = "6")]
+    pub float_value: Option<f32>,
+    #[prost(double, optional, tag = "7")]
+    pub double_value: Option<f64>,
+    #[prost(string, optional, tag = "8")]
+    pub string_value: Option<String>,
+    #[prost(bytes = "vec", optional, tag = "9")]
+    pub binary_value: Option<Vec<u8>>,
+    #[prost(int64, optional, tag = "10")]
+    pub decimal_value: Option<i64>,
+    #[prost(int64, optional, tag = "11")]
+    pub timestamp_millis_value: Option<i64>,
+    #[prost(int32, optional, tag = "12")]
+    pub timestamp_nano_of_millis_value: Option<i32>,
+    #[prost(bytes = "vec", optional, tag = "13")]
+    pub decimal_bytes: Option<Vec<u8>>,
+}
+
+/// The integer codes of `PbPredicate` (FlussApi.proto comments; fluss-rs
+/// `predicate/pb.rs`).
+pub mod predicate_code {
+    /// `PbPredicate.type` of a leaf.
+    pub const LEAF: i32 = 0;
+    /// `PbPredicate.type` of a compound.
+    pub const COMPOUND: i32 = 1;
+    /// Leaf functions.
+    pub const EQUAL: i32 = 0;
+    /// `<>`.
+    pub const NOT_EQUAL: i32 = 1;
+    /// `<`.
+    pub const LESS_THAN: i32 = 2;
+    /// `<=`.
+    pub const LESS_OR_EQUAL: i32 = 3;
+    /// `>`.
+    pub const GREATER_THAN: i32 = 4;
+    /// `>=`.
+    pub const GREATER_OR_EQUAL: i32 = 5;
+    /// `IS NULL`.
+    pub const IS_NULL: i32 = 6;
+    /// `IS NOT NULL`.
+    pub const IS_NOT_NULL: i32 = 7;
+    /// `IN (...)`.
+    pub const IN: i32 = 11;
+    /// `NOT IN (...)`.
+    pub const NOT_IN: i32 = 12;
+    /// Compound functions.
+    pub const AND: i32 = 0;
+    /// `OR`.
+    pub const OR: i32 = 1;
+    /// Literal types (`PbDataTypeRoot`).
+    pub const BOOLEAN: i32 = 0;
+    /// `TINYINT`.
+    pub const TINYINT: i32 = 1;
+    /// `SMALLINT`.
+    pub const SMALLINT: i32 = 2;
+    /// `INT`.
+    pub const INT: i32 = 3;
+    /// `BIGINT`.
+    pub const BIGINT: i32 = 4;
+    /// `FLOAT`.
+    pub const FLOAT: i32 = 5;
+    /// `DOUBLE`.
+    pub const DOUBLE: i32 = 6;
+    /// `CHAR`.
+    pub const CHAR: i32 = 7;
+    /// `STRING`.
+    pub const STRING: i32 = 8;
+    /// `DATE` (days since the epoch in `bigint_value`, as fluss-rs writes it).
+    pub const DATE: i32 = 10;
 }
 
 /// `PbFetchLogReqForBucket`.

@@ -42,8 +42,8 @@ use super::{
     BucketLocation, BucketOffsets, FlussSource, FlussTable, FlussWriter, ReadableSnapshot,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::lake::LakeLocation;
 use crate::lake::tiering::TieringResult;
-use crate::lake::{LakeFormat, LakeLocation, lake_catalog_properties};
 use crate::log::reader::bucket_offsets;
 use crate::log::schema::SchemaVersion;
 use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
@@ -474,30 +474,8 @@ impl FlussSource for LocalStore {
     }
 
     async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {
-        let format = table.lake_format().ok_or_else(|| {
-            Error::invalid_input("table has no lake ('table.datalake.enabled' is not true)")
-                .with_context("table", table.path.to_string())
-        })?;
-        let format = LakeFormat::of(&format);
-        let name = format.name();
-        let properties = table.info.get_properties();
-        let key = format!("table.datalake.{name}.warehouse");
-        let warehouse = properties.get(&key).ok_or_else(|| {
-            Error::invalid_input(format!("table has no '{key}' property"))
-                .with_context("table", table.path.to_string())
-        });
-        // Paimon and Iceberg need their warehouse here; other formats say they are
-        // unsupported when opened, before anything else about them matters.
-        let warehouse = match (format, warehouse) {
-            (LakeFormat::Paimon | LakeFormat::Iceberg, w) => self.storage.absolute(w?),
-            (_, w) => w.map(|w| self.storage.absolute(w)).unwrap_or_default(),
-        };
-        let mut options = lake_catalog_properties(properties, name);
-        options.extend(self.options.lake_options.clone());
-        Ok(LakeLocation {
-            format,
-            warehouse,
-            options,
+        LakeLocation::of_table(table, &self.options.lake_options, |w| {
+            self.storage.absolute(w)
         })
     }
 
