@@ -344,21 +344,15 @@ fn lake_targets(suite: &Suite, lake: LakeFormat) -> Vec<Target> {
             }
         }
     }
-    let worst = largest(&ratios);
-    targets.push(Target {
-        name: "pk_union_tail10_vs_lake_only".into(),
-        lake: Some(lake),
-        description: "PK table union read with a 10% tail / lake-only read of the same table"
-            .into(),
-        threshold: format!("worst query <= {PK_TAIL10_BOUND}"),
-        value: worst,
-        pass: worst.map(|w| w <= PK_TAIL10_BOUND),
-        detail: if ratios.is_empty() {
-            "not measured (no 10% tail dataset)".into()
-        } else {
-            detail
-        },
-    });
+    targets.push(worst_query_target(
+        "pk_union_tail10_vs_lake_only".into(),
+        Some(lake),
+        "PK table union read with a 10% tail / lake-only read of the same table".into(),
+        PK_TAIL10_BOUND,
+        &ratios,
+        detail,
+        "not measured (no 10% tail dataset)".into(),
+    ));
 
     // point lookup buckets
     let worst_lookup = suite
@@ -543,22 +537,43 @@ fn vs_paimon_target(suite: &Suite, lake: LakeFormat) -> Target {
             }
         }
     }
-    let worst = largest(&ratios);
-    Target {
-        name: format!("{lake}_pk_union_tail10_vs_paimon"),
-        lake: None,
-        description: format!(
+    worst_query_target(
+        format!("{lake}_pk_union_tail10_vs_paimon"),
+        None,
+        format!(
             "PK table union read with a 10% tail on {} / the same read on Paimon (same data; ratio of medians)",
             lake.title()
         ),
-        threshold: format!("worst query <= {PK_TAIL10_BOUND}"),
+        PK_TAIL10_BOUND,
+        &ratios,
+        detail,
+        format!(
+            "not measured (needs 10% tail datasets of Paimon and {} at one scale factor)",
+            lake.title()
+        ),
+    )
+}
+
+/// A target met when the worst of `ratios` is at most `bound`.
+fn worst_query_target(
+    name: String,
+    lake: Option<LakeFormat>,
+    description: String,
+    bound: f64,
+    ratios: &[f64],
+    detail: String,
+    not_measured: String,
+) -> Target {
+    let worst = largest(ratios);
+    Target {
+        name,
+        lake,
+        description,
+        threshold: format!("worst query <= {bound}"),
         value: worst,
-        pass: worst.map(|w| w <= PK_TAIL10_BOUND),
+        pass: worst.map(|w| w <= bound),
         detail: if ratios.is_empty() {
-            format!(
-                "not measured (needs 10% tail datasets of Paimon and {} at one scale factor)",
-                lake.title()
-            )
+            not_measured
         } else {
             detail
         },
@@ -589,20 +604,15 @@ fn cluster_target(suite: &Suite, lake: LakeFormat) -> Target {
             }
         }
     }
-    let worst = largest(&ratios);
-    Target {
-        name: "cluster_vs_localstore".into(),
-        lake: Some(lake),
-        description: "union read through ClusterSource + the Fluss RPC test server on loopback / the same read through the LocalStore source (same store, full-scan queries)".into(),
-        threshold: format!("worst query <= {CLUSTER_BOUND}"),
-        value: worst,
-        pass: worst.map(|w| w <= CLUSTER_BOUND),
-        detail: if ratios.is_empty() {
-            "not measured".into()
-        } else {
-            detail
-        },
-    }
+    worst_query_target(
+        "cluster_vs_localstore".into(),
+        Some(lake),
+        "union read through ClusterSource + the Fluss RPC test server on loopback / the same read through the LocalStore source (same store, full-scan queries)".into(),
+        CLUSTER_BOUND,
+        &ratios,
+        detail,
+        "not measured".into(),
+    )
 }
 
 /// Computes every target from the measurements.

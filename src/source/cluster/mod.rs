@@ -93,9 +93,12 @@ pub struct ClusterSource {
     handle: tokio::runtime::Handle,
     connection: Arc<FlussConnection>,
     admin: Arc<FlussAdmin>,
-    tablets: Arc<tokio::sync::Mutex<HashMap<String, Arc<TabletConnection>>>>,
+    tablets: Arc<tokio::sync::Mutex<Tablets>>,
     request_timeout: Duration,
 }
+
+/// Open fetch connections by (tablet server address, stripe).
+type Tablets = HashMap<(String, i32), Arc<TabletConnection>>;
 
 impl Drop for ClusterSource {
     fn drop(&mut self) {
@@ -116,6 +119,9 @@ impl fmt::Debug for ClusterSource {
 
 /// The default of [`ClusterOptions::max_fetch_bytes`].
 const DEFAULT_MAX_FETCH_BYTES: i32 = 1 << 20;
+
+/// Connections kept to each tablet server for log fetches.
+const CONNECTIONS_PER_SERVER: i32 = 4;
 
 /// The default request timeout (Fluss's `client.request-timeout`).
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -254,17 +260,23 @@ impl ClusterSource {
                     .with_context("bucket", bucket.bucket)
             })?;
         let address = leader.url();
+        // One exchange at a time per connection: the buckets of a scan read in
+        // parallel, so each server gets a few connections, striped by bucket.
+        let key = (
+            address.clone(),
+            bucket.bucket.rem_euclid(CONNECTIONS_PER_SERVER),
+        );
         let tablets = self.tablets.clone();
         let credentials = self.credentials();
         let timeout = self.request_timeout;
         self.on_client(async move {
             let mut tablets = tablets.lock().await;
-            if let Some(c) = tablets.get(&address).filter(|c| !c.is_broken()) {
+            if let Some(c) = tablets.get(&key).filter(|c| !c.is_broken()) {
                 return Ok(c.clone());
             }
             let connection =
                 Arc::new(TabletConnection::connect(&address, credentials.as_ref(), timeout).await?);
-            tablets.insert(address, connection.clone());
+            tablets.insert(key, connection.clone());
             Ok(connection)
         })
         .await?
