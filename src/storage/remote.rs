@@ -28,6 +28,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use object_store::ObjectStore;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use url::Url;
 
@@ -110,6 +111,28 @@ pub fn is_remote(location: &str) -> bool {
         Some((scheme, _)) => scheme != "file",
         None => false,
     }
+}
+
+/// The object store holding `location` and the object path within it: a remote URL
+/// through [`remote_store`], a local absolute path (or `file:` URL) through the local
+/// file system.
+pub fn object_store_at(
+    location: &str,
+    options: &HashMap<String, String>,
+) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+    if is_remote(location) {
+        return remote_store(location, options);
+    }
+    let local = location
+        .strip_prefix("file://")
+        .or_else(|| location.strip_prefix("file:"))
+        .unwrap_or(location);
+    let path = ObjectPath::from_absolute_path(local).map_err(|e| {
+        Error::invalid_input("not an absolute path or an object-store URL")
+            .with_context("location", redact(location))
+            .with_source(e)
+    })?;
+    Ok((Arc::new(LocalFileSystem::new()), path))
 }
 
 /// Object stores built so far, by store URL and a hash of the options (never the

@@ -27,7 +27,8 @@ Prints one JSON object: {"engine": "pyiceberg", "version": ...,
 import json
 import os
 import sys
-import time
+
+from peer_timing import time_query
 
 
 def unsupported_reason(error):
@@ -86,21 +87,9 @@ def main(argv):
             out["not_supported"][q["name"]] = blocked[0]
             continue
         try:
-            samples, reads = [], []
-            rows = 0
-            for i in range(warmup + runs):
-                start = time.perf_counter()
-                for name, columns in q["tables"].items():
-                    con.register(name, scan(name, columns).to_arrow())
-                read = (time.perf_counter() - start) * 1e3
-                rows = len(con.execute(q["sql"]).fetchall())
-                elapsed = (time.perf_counter() - start) * 1e3
-                for name in q["tables"]:
-                    con.unregister(name)
-                if i >= warmup:
-                    samples.append(elapsed)
-                    reads.append(read)
-            out["queries"][q["name"]] = {"samples_ms": samples, "read_ms": reads, "rows": rows}
+            out["queries"][q["name"]] = time_query(
+                con, q, lambda name, columns: scan(name, columns).to_arrow(), runs, warmup
+            )
         except Exception as e:  # reported per query, the run goes on
             out["errors"][q["name"]] = f"{type(e).__name__}: {e}"
     json.dump(out, sys.stdout)

@@ -20,7 +20,8 @@ Prints one JSON object: {"engine": "pypaimon", "version": ...,
 import json
 import os
 import sys
-import time
+
+from peer_timing import time_query
 
 
 def read_table(catalog, ident, columns):
@@ -55,22 +56,13 @@ def main(argv):
     runs, warmup = int(spec["runs"]), int(spec["warmup"])
     for q in spec["queries"]:
         try:
-            samples, reads = [], []
-            rows = 0
-            for i in range(warmup + runs):
-                start = time.perf_counter()
-                for name, columns in q["tables"].items():
-                    arrow = read_table(catalog, f"{database}.{name}", columns)
-                    con.register(name, arrow)
-                read = (time.perf_counter() - start) * 1e3
-                rows = len(con.execute(q["sql"]).fetchall())
-                elapsed = (time.perf_counter() - start) * 1e3
-                for name in q["tables"]:
-                    con.unregister(name)
-                if i >= warmup:
-                    samples.append(elapsed)
-                    reads.append(read)
-            out["queries"][q["name"]] = {"samples_ms": samples, "read_ms": reads, "rows": rows}
+            out["queries"][q["name"]] = time_query(
+                con,
+                q,
+                lambda name, columns: read_table(catalog, f"{database}.{name}", columns),
+                runs,
+                warmup,
+            )
         except Exception as e:  # reported per query, the run goes on
             out["errors"][q["name"]] = f"{type(e).__name__}: {e}"
     json.dump(out, sys.stdout)

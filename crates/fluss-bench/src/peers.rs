@@ -29,12 +29,12 @@ use datafusion::datasource::listing::{
 };
 use datafusion::prelude::SessionContext;
 use fluss::metadata::TablePath;
-use fluss_datafusion::lake::LakeScanRequest;
 use fluss_datafusion::lake::iceberg::IcebergLakeTable;
+use fluss_datafusion::lake::{LakeLocation, LakeScanRequest};
 use fluss_datafusion::log::{
     BatchIterator, BucketLogReader, LogRange, LogReadOptions, list_segments,
 };
-use fluss_datafusion::source::{FlussSource, LocalStore};
+use fluss_datafusion::source::{FlussSource, FlussTable, LocalStore, ReadableSnapshot};
 use serde_json::Value;
 
 use crate::generate::{BenchResult, Context, DATABASE};
@@ -48,13 +48,12 @@ fn local_file(url: &str) -> String {
     path.to_string()
 }
 
-/// The parquet data files of a table's readable lake snapshot (empty when nothing is
-/// tiered), for any lake format: the files of the library's own plan of that snapshot
-/// (no filter), so the peers read exactly what the lake-only read reads. For Iceberg
-/// the plan is the `iceberg` crate's `plan_files` of the snapshot: every live data file
-/// of its manifests (files a later snapshot removed are not in it); delete files are
-/// not data files and are not listed.
-pub async fn lake_files(store: &LocalStore, table: &str) -> BenchResult<Vec<String>> {
+/// A table of the benchmark database with its readable lake snapshot and its lake;
+/// `None` when nothing is tiered.
+async fn readable_lake(
+    store: &LocalStore,
+    table: &str,
+) -> BenchResult<Option<(TablePath, FlussTable, ReadableSnapshot, LakeLocation)>> {
     let path = TablePath::new(DATABASE, table);
     let table_meta = store
         .get_table(&path)
@@ -65,12 +64,25 @@ pub async fn lake_files(store: &LocalStore, table: &str) -> BenchResult<Vec<Stri
         .await
         .context(|| format!("readable snapshot of {path}"))?
     else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let location = store
         .lake_location(&table_meta)
         .await
         .context(|| format!("lake of {path}"))?;
+    Ok(Some((path, table_meta, snapshot, location)))
+}
+
+/// The parquet data files of a table's readable lake snapshot (empty when nothing is
+/// tiered), for any lake format: the files of the library's own plan of that snapshot
+/// (no filter), so the peers read exactly what the lake-only read reads. For Iceberg
+/// the plan is the `iceberg` crate's `plan_files` of the snapshot: every live data file
+/// of its manifests (files a later snapshot removed are not in it); delete files are
+/// not data files and are not listed.
+pub async fn lake_files(store: &LocalStore, table: &str) -> BenchResult<Vec<String>> {
+    let Some((path, table_meta, snapshot, location)) = readable_lake(store, table).await? else {
+        return Ok(Vec::new());
+    };
     let lake = fluss_datafusion::lake::open(&location, &table_meta)
         .await
         .context(|| format!("opening the lake table of {path}"))?
@@ -99,22 +111,9 @@ pub async fn iceberg_metadata(
     store: &LocalStore,
     table: &str,
 ) -> BenchResult<Option<(String, i64)>> {
-    let path = TablePath::new(DATABASE, table);
-    let table_meta = store
-        .get_table(&path)
-        .await
-        .context(|| format!("loading {path}"))?;
-    let Some(snapshot) = store
-        .readable_lake_snapshot(&table_meta)
-        .await
-        .context(|| format!("readable snapshot of {path}"))?
-    else {
+    let Some((path, table_meta, snapshot, location)) = readable_lake(store, table).await? else {
         return Ok(None);
     };
-    let location = store
-        .lake_location(&table_meta)
-        .await
-        .context(|| format!("lake of {path}"))?;
     let lake = IcebergLakeTable::open(&location, &table_meta)
         .await
         .context(|| format!("opening the Iceberg table of {path}"))?

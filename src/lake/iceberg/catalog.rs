@@ -15,12 +15,11 @@ use std::sync::Arc;
 use iceberg::TableIdent;
 use iceberg::io::{FileIO, FileIOBuilder, StorageFactory};
 use iceberg::table::Table;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::storage::ObjectStorageFactory;
-use crate::storage::remote::{is_remote, remote_store};
+use crate::storage::remote::object_store_at;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
@@ -284,20 +283,7 @@ impl MetadataDir {
     /// The directory at `location` (a path or URL), reached with `options`.
     pub(super) fn open(location: &str, options: &HashMap<String, String>) -> Result<Self> {
         let location = location.trim_end_matches('/').to_string();
-        let (store, path) = if is_remote(&location) {
-            remote_store(&location, options)?
-        } else {
-            let local = local_dir(&location)?;
-            let path = ObjectPath::from_absolute_path(&local).map_err(|e| {
-                Error::invalid_input("invalid local path")
-                    .with_context("path", local.display())
-                    .with_source(e)
-            })?;
-            (
-                Arc::new(LocalFileSystem::new()) as Arc<dyn ObjectStore>,
-                path,
-            )
-        };
+        let (store, path) = object_store_at(&location, options)?;
         Ok(Self {
             store,
             path,

@@ -12,14 +12,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::wire::RemoteLogFetchInfo;
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::redact;
-use crate::storage::remote::{is_remote, remote_store};
+use crate::storage::remote::object_store_at;
 
 /// Bytes read per request; a batch larger than this is read with a larger request.
 const CHUNK_BYTES: u64 = 8 * 1024 * 1024;
@@ -40,7 +39,8 @@ pub(crate) struct RemoteSegments {
     current: usize,
     position: u64,
     options: HashMap<String, String>,
-    store: Option<(Arc<dyn ObjectStore>, String)>,
+    /// The current segment's store and object path.
+    store: Option<(Arc<dyn ObjectStore>, ObjectPath)>,
 }
 
 impl std::fmt::Debug for RemoteSegments {
@@ -140,19 +140,16 @@ impl RemoteSegments {
         let (store, path) = self.store_of(&segment.location)?;
         let end = segment.size.min(self.position + CHUNK_BYTES.max(min_bytes));
         let start = self.position;
-        let bytes = store
-            .get_range(&ObjectPath::from(path.as_str()), start..end)
-            .await
-            .map_err(|e| {
-                let kind = match e {
-                    object_store::Error::NotFound { .. } => ErrorKind::NotFound,
-                    _ => ErrorKind::Io,
-                };
-                Error::new(kind, "cannot read a remote log segment")
-                    .with_context("file", redact(&segment.location))
-                    .with_context("bytes", format!("{start}..{end}"))
-                    .with_source(e)
-            })?;
+        let bytes = store.get_range(&path, start..end).await.map_err(|e| {
+            let kind = match e {
+                object_store::Error::NotFound { .. } => ErrorKind::NotFound,
+                _ => ErrorKind::Io,
+            };
+            Error::new(kind, "cannot read a remote log segment")
+                .with_context("file", redact(&segment.location))
+                .with_context("bytes", format!("{start}..{end}"))
+                .with_source(e)
+        })?;
         Ok(Some((bytes, start)))
     }
 
@@ -161,31 +158,17 @@ impl RemoteSegments {
         self.position += consumed;
     }
 
-    /// Whether the current segment's bytes after the position are all read.
+    /// The size of the segment being read (0 when all are read).
     pub(crate) fn segment_size(&self) -> u64 {
         self.segments.get(self.current).map_or(0, |s| s.size)
     }
 
-    fn store_of(&mut self, location: &str) -> Result<(Arc<dyn ObjectStore>, String)> {
-        if let Some((store, path)) = &self.store {
-            return Ok((store.clone(), path.clone()));
+    fn store_of(&mut self, location: &str) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+        if let Some(cached) = &self.store {
+            return Ok(cached.clone());
         }
-        let (store, path) = if is_remote(location) {
-            let (store, path) = remote_store(location, &self.options)?;
-            (store, path.to_string())
-        } else {
-            let local = location.strip_prefix("file://").unwrap_or(location);
-            let path = ObjectPath::from_absolute_path(local).map_err(|e| {
-                Error::invalid_input("invalid remote log path")
-                    .with_context("file", local)
-                    .with_source(e)
-            })?;
-            (
-                Arc::new(LocalFileSystem::new()) as Arc<dyn ObjectStore>,
-                path.to_string(),
-            )
-        };
-        self.store = Some((store.clone(), path.clone()));
-        Ok((store, path))
+        let found = object_store_at(location, &self.options)?;
+        self.store = Some(found.clone());
+        Ok(found)
     }
 }
