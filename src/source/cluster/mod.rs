@@ -95,6 +95,8 @@ pub struct ClusterSource {
     admin: Arc<FlussAdmin>,
     tablets: Arc<tokio::sync::Mutex<Tablets>>,
     request_timeout: Duration,
+    /// The lake options, shared by every bucket read (remote log segments).
+    storage_options: Arc<HashMap<String, String>>,
 }
 
 /// Open fetch connections by (tablet server address, stripe).
@@ -186,6 +188,7 @@ impl ClusterSource {
             }
         };
         Ok(Self {
+            storage_options: Arc::new(options.lake_options.clone()),
             options,
             runtime: Some(runtime),
             handle,
@@ -498,7 +501,7 @@ impl FlussSource for ClusterSource {
                 .max_fetch_bytes
                 .unwrap_or(DEFAULT_MAX_FETCH_BYTES),
             request_timeout: self.request_timeout,
-            storage_options: Arc::new(self.options.lake_options.clone()),
+            storage_options: self.storage_options.clone(),
             filter,
         };
         let reader = BucketFetchReader::new(connection, fetch, cursor);
