@@ -440,10 +440,16 @@ impl FlussSource for ClusterSource {
         }
         let mut found: HashMap<(Option<&str>, i32), BucketOffsets> = HashMap::new();
         for (partition, ids) in &by_partition {
-            let (earliest, latest) = futures::try_join!(
-                self.offsets(table, *partition, ids, OffsetSpec::Earliest),
-                self.offsets(table, *partition, ids, OffsetSpec::Latest),
-            )?;
+            // One after the other: each fluss-rs call refreshes the table's metadata
+            // first, and a table refresh running beside a partition's can drop that
+            // partition's bucket leaders from the shared cluster view ("No leader
+            // found for table bucket"), which the SQL suite hit on a partitioned table.
+            let earliest = self
+                .offsets(table, *partition, ids, OffsetSpec::Earliest)
+                .await?;
+            let latest = self
+                .offsets(table, *partition, ids, OffsetSpec::Latest)
+                .await?;
             for id in ids {
                 let (Some(e), Some(l)) = (earliest.get(id), latest.get(id)) else {
                     return Err(Error::new(
