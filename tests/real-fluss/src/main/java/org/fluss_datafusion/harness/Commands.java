@@ -1,0 +1,624 @@
+package org.fluss_datafusion.harness;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableResult;
+import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.CloseableIterator;
+import org.apache.fluss.client.Connection;
+import org.apache.fluss.client.ConnectionFactory;
+import org.apache.fluss.client.admin.Admin;
+import org.apache.fluss.client.admin.OffsetSpec;
+import org.apache.fluss.client.metadata.LakeSnapshot;
+import org.apache.fluss.client.table.Table;
+import org.apache.fluss.client.table.writer.AppendWriter;
+import org.apache.fluss.client.table.writer.Upsert;
+import org.apache.fluss.client.table.writer.UpsertWriter;
+import org.apache.fluss.config.ConfigOptions;
+import org.apache.fluss.config.Configuration;
+import org.apache.fluss.flink.tiering.LakeTieringJobBuilder;
+import org.apache.fluss.metadata.PartitionInfo;
+import org.apache.fluss.metadata.PartitionSpec;
+import org.apache.fluss.metadata.TableBucket;
+import org.apache.fluss.metadata.TableInfo;
+import org.apache.fluss.metadata.TablePath;
+import org.apache.fluss.row.GenericRow;
+import org.apache.fluss.types.RowType;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+
+/** The commands of the protocol (README.md here), one method each. */
+final class Commands implements AutoCloseable {
+    private final String format;
+    private final Map<String, String> lakeConf;
+    private final LocalCluster cluster;
+    private final Path workDir;
+    private Connection connection;
+    private Admin admin;
+    private StreamTableEnvironment flinkBatch;
+    private JobClient tieringJob;
+
+    Commands(
+            String format,
+            Map<String, String> lakeConf,
+            LocalCluster cluster,
+            Path workDir) {
+        this.format = format;
+        this.lakeConf = lakeConf;
+        this.cluster = cluster;
+        this.workDir = workDir;
+        connect();
+    }
+
+    private void connect() {
+        connection = ConnectionFactory.createConnection(cluster.clientConfig());
+        admin = connection.getAdmin();
+    }
+
+    /** The batch TableEnvironment with the Fluss catalog {@code fc}, made on first use. */
+    private StreamTableEnvironment flink() {
+        if (flinkBatch == null) {
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+            env.setParallelism(1);
+            flinkBatch = StreamTableEnvironment.create(env, EnvironmentSettings.inBatchMode());
+            flinkBatch.getConfig().set("table.exec.resource.default-parallelism", "1");
+            flinkBatch.executeSql(
+                    String.format(
+                            "CREATE CATALOG fc WITH ('type' = 'fluss', 'bootstrap.servers' = '%s')",
+                            cluster.bootstrapServers()));
+            flinkBatch.executeSql("USE CATALOG fc");
+        }
+        return flinkBatch;
+    }
+
+    ObjectNode run(JsonNode command) {
+        ObjectNode reply = Harness.JSON.createObjectNode();
+        String name = command.path("cmd").asText();
+        try {
+            switch (name) {
+                case "sql":
+                    sql(command);
+                    break;
+                case "query":
+                    query(command, reply);
+                    break;
+                case "write":
+                    reply.put("rows", write(command));
+                    break;
+                case "create_partition":
+                    admin.createPartition(
+                                    path(command),
+                                    new PartitionSpec(strings(command.path("spec"))),
+                                    true)
+                            .get();
+                    break;
+                case "drop_partition":
+                    admin.dropPartition(
+                                    path(command),
+                                    new PartitionSpec(strings(command.path("spec"))),
+                                    true)
+                            .get();
+                    break;
+                case "tier":
+                    tier(command, reply);
+                    break;
+                case "offsets":
+                    reply.set("offsets", offsets(path(command)));
+                    break;
+                case "buckets":
+                    reply.set("buckets", buckets(path(command)));
+                    break;
+                case "lake_snapshot":
+                    lakeSnapshot(command, reply);
+                    break;
+                case "table_info":
+                    tableInfo(command, reply);
+                    break;
+                case "zk_get":
+                    zkGet(command, reply);
+                    break;
+                case "zk_children":
+                    zkChildren(command, reply);
+                    break;
+                case "stop_tablet_server":
+                    cluster.stopTabletServer(command.path("id").asInt());
+                    break;
+                case "start_tablet_server":
+                    cluster.startTabletServer(command.path("id").asInt());
+                    cluster.waitForServers(1 + cluster.runningTabletServers());
+                    break;
+                case "restart_coordinator":
+                    cluster.stopCoordinator();
+                    cluster.startCoordinator();
+                    cluster.waitForServers(1 + cluster.runningTabletServers());
+                    reconnect();
+                    reply.put("bootstrap_servers", cluster.bootstrapServers());
+                    break;
+                case "tablet_server_dir":
+                    reply.put("dir", cluster.tabletServerDataDir(command.path("id").asInt()).toString());
+                    break;
+                case "info":
+                    reply.put("bootstrap_servers", cluster.bootstrapServers());
+                    reply.put("remote_data_dir", cluster.remoteDataDir());
+                    reply.put("warehouse", lakeConf.get("warehouse"));
+                    break;
+                case "shutdown":
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown command '" + name + "'");
+            }
+            reply.put("ok", true);
+        } catch (Throwable t) {
+            Harness.JSON.createObjectNode();
+            reply.removeAll();
+            reply.put("ok", false);
+            reply.put("error", describe(t));
+            t.printStackTrace();
+        }
+        return reply;
+    }
+
+    /** The message of a failure and its causes, without stack frames. */
+    static String describe(Throwable t) {
+        StringBuilder s = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof ExecutionException && c.getCause() != null) {
+                continue;
+            }
+            if (s.length() > 0) {
+                s.append(" | caused by: ");
+            }
+            s.append(c.getClass().getSimpleName()).append(": ").append(c.getMessage());
+            if (c.getCause() == c) {
+                break;
+            }
+        }
+        return s.toString();
+    }
+
+    private void reconnect() throws Exception {
+        admin.close();
+        connection.close();
+        connect();
+        if (flinkBatch != null) {
+            // the catalog holds a connection of its own: make a new environment
+            flinkBatch = null;
+        }
+    }
+
+    private static TablePath path(JsonNode command) {
+        String[] parts = command.path("table").asText().split("\\.", 2);
+        if (parts.length != 2) {
+            throw new IllegalArgumentException("'table' must be <db>.<table>");
+        }
+        return TablePath.of(parts[0], parts[1]);
+    }
+
+    private static Map<String, String> strings(JsonNode object) {
+        Map<String, String> m = new LinkedHashMap<>();
+        object.fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
+        return m;
+    }
+
+    // ------------------------------------------------------------------ Flink
+
+    /** DDL (or any statement) through Flink's Fluss catalog, waited for. */
+    private void sql(JsonNode command) throws Exception {
+        flink().executeSql(command.path("sql").asText()).await();
+    }
+
+    /**
+     * A batch query through Flink (the union read, {@code t$lake}): rows as canonical text
+     * ({@link Values#text}), and written as CSV to {@code csv} when given.
+     */
+    private void query(JsonNode command, ObjectNode reply) throws Exception {
+        TableResult result = flink().executeSql(command.path("sql").asText());
+        // A query that does not end in time is cancelled (Fluss 0.9.1's batch union read
+        // waits forever on a bucket that has neither lake data nor log: apache/fluss #2958).
+        long timeoutSeconds = command.path("timeout_s").asLong(120);
+        java.util.concurrent.atomic.AtomicBoolean timedOut =
+                new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.ScheduledFuture<?> canceller =
+                TIMER.schedule(
+                        () -> {
+                            timedOut.set(true);
+                            result.getJobClient().ifPresent(JobClient::cancel);
+                        },
+                        timeoutSeconds,
+                        java.util.concurrent.TimeUnit.SECONDS);
+        try {
+            collect(command, result, reply);
+        } catch (Exception e) {
+            if (timedOut.get()) {
+                throw new java.util.concurrent.TimeoutException(
+                        "the Flink query did not finish in " + timeoutSeconds + " s (cancelled)");
+            }
+            throw e;
+        } finally {
+            canceller.cancel(false);
+        }
+    }
+
+    private static final java.util.concurrent.ScheduledExecutorService TIMER =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
+                    r -> {
+                        Thread t = new Thread(r, "query-timeout");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
+    private void collect(JsonNode command, TableResult result, ObjectNode reply) throws Exception {
+        ArrayNode columns = reply.putArray("columns");
+        for (String c : result.getResolvedSchema().getColumnNames()) {
+            columns.add(c);
+        }
+        ArrayNode rows = reply.putArray("rows");
+        StringBuilder csv = new StringBuilder();
+        try (CloseableIterator<Row> it = result.collect()) {
+            while (it.hasNext()) {
+                Row row = it.next();
+                ArrayNode out = rows.addArray();
+                for (int i = 0; i < row.getArity(); i++) {
+                    String v = Values.text(row.getField(i));
+                    out.add(v);
+                    if (i > 0) {
+                        csv.append(',');
+                    }
+                    csv.append(v == null ? "" : csvField(v));
+                }
+                csv.append('\n');
+            }
+        }
+        if (command.hasNonNull("csv")) {
+            Files.writeString(Path.of(command.path("csv").asText()), csv, StandardCharsets.UTF_8);
+        }
+    }
+
+    private static String csvField(String v) {
+        if (v.isEmpty() || v.contains(",") || v.contains("\"") || v.contains("\n")) {
+            return '"' + v.replace("\"", "\"\"") + '"';
+        }
+        return v;
+    }
+
+    // ------------------------------------------------------------------ writes
+
+    /**
+     * Rows through the Java client: {@code op} = append (log tables), upsert or delete (PK
+     * tables); {@code columns} names the values of each row (default: every column), and for
+     * an upsert it makes a partial update of those columns.
+     */
+    private int write(JsonNode command) throws Exception {
+        TablePath path = path(command);
+        String op = command.path("op").asText();
+        try (Table table = connection.getTable(path)) {
+            RowType rowType = table.getTableInfo().getRowType();
+            List<String> columns = new ArrayList<>();
+            boolean partial = command.hasNonNull("columns");
+            if (partial) {
+                command.path("columns").forEach(c -> columns.add(c.asText()));
+            } else {
+                columns.addAll(rowType.getFieldNames());
+            }
+            List<GenericRow> rows = new ArrayList<>();
+            for (JsonNode values : command.path("rows")) {
+                rows.add(Values.row(rowType, columns, values));
+            }
+            switch (op) {
+                case "append":
+                    {
+                        AppendWriter writer = table.newAppend().createWriter();
+                        for (GenericRow row : rows) {
+                            writer.append(row);
+                        }
+                        writer.flush();
+                        break;
+                    }
+                case "upsert":
+                case "delete":
+                    {
+                        Upsert upsert = table.newUpsert();
+                        if (partial && op.equals("upsert")) {
+                            upsert = upsert.partialUpdate(columns.toArray(new String[0]));
+                        }
+                        UpsertWriter writer = upsert.createWriter();
+                        for (GenericRow row : rows) {
+                            if (op.equals("upsert")) {
+                                writer.upsert(row);
+                            } else {
+                                writer.delete(row);
+                            }
+                        }
+                        writer.flush();
+                        break;
+                    }
+                default:
+                    throw new IllegalArgumentException("op must be append, upsert or delete");
+            }
+            return rows.size();
+        }
+    }
+
+    // ------------------------------------------------------------------ offsets and tiering
+
+    /** Latest offsets of every bucket: {"<partition or ''>": {"<bucket>": offset}}. */
+    private ObjectNode offsets(TablePath path) throws Exception {
+        TableInfo info = admin.getTableInfo(path).get();
+        List<Integer> buckets = new ArrayList<>();
+        for (int b = 0; b < info.getNumBuckets(); b++) {
+            buckets.add(b);
+        }
+        ObjectNode out = Harness.JSON.createObjectNode();
+        if (info.getPartitionKeys().isEmpty()) {
+            Map<Integer, Long> o =
+                    admin.listOffsets(path, buckets, new OffsetSpec.LatestSpec()).all().get();
+            ObjectNode p = out.putObject("");
+            o.forEach((b, v) -> p.put(String.valueOf(b), v));
+        } else {
+            for (PartitionInfo partition : admin.listPartitionInfos(path).get()) {
+                Map<Integer, Long> o =
+                        admin.listOffsets(
+                                        path,
+                                        partition.getPartitionName(),
+                                        buckets,
+                                        new OffsetSpec.LatestSpec())
+                                .all()
+                                .get();
+                ObjectNode p = out.putObject(partition.getPartitionName());
+                o.forEach((b, v) -> p.put(String.valueOf(b), v));
+            }
+        }
+        return out;
+    }
+
+    /** Latest offsets of every bucket as table buckets. */
+    private Map<TableBucket, Long> targets(TablePath path) throws Exception {
+        TableInfo info = admin.getTableInfo(path).get();
+        Map<TableBucket, Long> targets = new HashMap<>();
+        List<Integer> buckets = new ArrayList<>();
+        for (int b = 0; b < info.getNumBuckets(); b++) {
+            buckets.add(b);
+        }
+        if (info.getPartitionKeys().isEmpty()) {
+            admin.listOffsets(path, buckets, new OffsetSpec.LatestSpec())
+                    .all()
+                    .get()
+                    .forEach((b, o) -> targets.put(new TableBucket(info.getTableId(), b), o));
+        } else {
+            for (PartitionInfo p : admin.listPartitionInfos(path).get()) {
+                admin.listOffsets(path, p.getPartitionName(), buckets, new OffsetSpec.LatestSpec())
+                        .all()
+                        .get()
+                        .forEach(
+                                (b, o) ->
+                                        targets.put(
+                                                new TableBucket(
+                                                        info.getTableId(), p.getPartitionId(), b),
+                                                o));
+            }
+        }
+        return targets;
+    }
+
+    /**
+     * Runs the real tiering service until the latest lake snapshot of every given table
+     * covers the offsets its buckets had when the command came, then stops it (so what is
+     * written afterwards stays in the log tail).
+     */
+    private void tier(JsonNode command, ObjectNode reply) throws Exception {
+        long deadline =
+                System.nanoTime()
+                        + Duration.ofSeconds(command.path("timeout_s").asLong(300)).toNanos();
+        Map<TablePath, Map<TableBucket, Long>> targets = new LinkedHashMap<>();
+        for (JsonNode t : command.path("tables")) {
+            TablePath path = TablePath.of(t.asText().split("\\.", 2)[0], t.asText().split("\\.", 2)[1]);
+            targets.put(path, targets(path));
+        }
+        startTiering();
+        try {
+            ObjectNode snapshots = reply.putObject("snapshots");
+            long start = System.nanoTime();
+            for (Map.Entry<TablePath, Map<TableBucket, Long>> e : targets.entrySet()) {
+                long id = waitCovered(e.getKey(), e.getValue(), deadline);
+                snapshots.put(e.getKey().toString(), id);
+                System.out.printf(
+                        "tier: %s covered by snapshot %d after %.1f s%n",
+                        e.getKey(), id, (System.nanoTime() - start) / 1e9);
+            }
+            reply.put("seconds", (System.nanoTime() - start) / 1e9);
+        } finally {
+            stopTiering();
+        }
+    }
+
+    private long waitCovered(TablePath path, Map<TableBucket, Long> targets, long deadline)
+            throws Exception {
+        String missing = "no lake snapshot";
+        while (System.nanoTime() < deadline) {
+            LakeSnapshot snapshot = latestLakeSnapshot(path);
+            if (snapshot != null) {
+                missing = null;
+                for (Map.Entry<TableBucket, Long> t : targets.entrySet()) {
+                    long tiered = snapshot.getTableBucketsOffset().getOrDefault(t.getKey(), 0L);
+                    if (tiered < t.getValue()) {
+                        missing = t.getKey() + " tiered to " + tiered + " of " + t.getValue();
+                        break;
+                    }
+                }
+                if (missing == null) {
+                    return snapshot.getSnapshotId();
+                }
+            }
+            if (tieringJob != null && tieringJob.getJobStatus().get().isGloballyTerminalState()) {
+                throw new IllegalStateException(
+                        "the tiering job ended: " + tieringJob.getJobStatus().get());
+            }
+            Thread.sleep(300);
+        }
+        throw new IllegalStateException("tiering did not cover " + path + ": " + missing);
+    }
+
+    private LakeSnapshot latestLakeSnapshot(TablePath path) throws Exception {
+        try {
+            return admin.getLatestLakeSnapshot(path).get();
+        } catch (ExecutionException e) {
+            if (e.getCause() != null
+                    && e.getCause().getClass().getSimpleName().equals("LakeTableSnapshotNotExistException")) {
+                return null;
+            }
+            throw e;
+        }
+    }
+
+    private void startTiering() throws Exception {
+        if (tieringJob != null) {
+            return;
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(1);
+        Configuration flussConf = new Configuration(cluster.clientConfig());
+        flussConf.setString("tiering.poll.table.interval", "500ms");
+        tieringJob =
+                LakeTieringJobBuilder.newBuilder(
+                                env,
+                                flussConf,
+                                Configuration.fromMap(lakeConf),
+                                new Configuration(),
+                                format)
+                        .build();
+    }
+
+    private void stopTiering() throws Exception {
+        if (tieringJob == null) {
+            return;
+        }
+        JobClient job = tieringJob;
+        tieringJob = null;
+        try {
+            job.cancel().get();
+        } catch (Exception e) {
+            // already ended
+        }
+        for (int i = 0; i < 600; i++) {
+            JobStatus status = job.getJobStatus().get();
+            if (status.isGloballyTerminalState()) {
+                return;
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException("the tiering job did not stop");
+    }
+
+    /**
+     * Every bucket of the table (of every partition Fluss has): its end offset and the
+     * offset the latest lake snapshot tiered it to (null when the snapshot has none).
+     */
+    private ArrayNode buckets(TablePath path) throws Exception {
+        LakeSnapshot snapshot = latestLakeSnapshot(path);
+        Map<TableBucket, Long> lake =
+                snapshot == null ? Map.of() : snapshot.getTableBucketsOffset();
+        TableInfo info = admin.getTableInfo(path).get();
+        Map<Long, String> names = new HashMap<>();
+        if (!info.getPartitionKeys().isEmpty()) {
+            for (PartitionInfo p : admin.listPartitionInfos(path).get()) {
+                names.put(p.getPartitionId(), p.getPartitionName());
+            }
+        }
+        ArrayNode out = Harness.JSON.createArrayNode();
+        for (Map.Entry<TableBucket, Long> e : targets(path).entrySet()) {
+            ObjectNode b = out.addObject();
+            TableBucket tb = e.getKey();
+            if (tb.getPartitionId() != null) {
+                b.put("partition", names.get(tb.getPartitionId()));
+            }
+            b.put("bucket", tb.getBucket());
+            b.put("end_offset", e.getValue());
+            Long tiered = lake.get(tb);
+            if (tiered == null) {
+                b.putNull("lake_offset");
+            } else {
+                b.put("lake_offset", tiered);
+            }
+        }
+        return out;
+    }
+
+    private void lakeSnapshot(JsonNode command, ObjectNode reply) throws Exception {
+        LakeSnapshot snapshot = latestLakeSnapshot(path(command));
+        if (snapshot == null) {
+            reply.putNull("snapshot_id");
+            return;
+        }
+        reply.put("snapshot_id", snapshot.getSnapshotId());
+        ArrayNode buckets = reply.putArray("buckets");
+        snapshot.getTableBucketsOffset()
+                .forEach(
+                        (tb, offset) -> {
+                            ObjectNode b = buckets.addObject();
+                            if (tb.getPartitionId() != null) {
+                                b.put("partition_id", tb.getPartitionId());
+                            }
+                            b.put("bucket", tb.getBucket());
+                            b.put("offset", offset);
+                        });
+    }
+
+    private void tableInfo(JsonNode command, ObjectNode reply) throws Exception {
+        TableInfo info = admin.getTableInfo(path(command)).get();
+        reply.put("table_id", info.getTableId());
+        reply.put("schema_id", info.getSchemaId());
+        reply.put("num_buckets", info.getNumBuckets());
+        ArrayNode partitions = reply.putArray("partitions");
+        if (!info.getPartitionKeys().isEmpty()) {
+            for (PartitionInfo p : admin.listPartitionInfos(path(command)).get()) {
+                ObjectNode o = partitions.addObject();
+                o.put("name", p.getPartitionName());
+                o.put("id", p.getPartitionId());
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ ZooKeeper
+
+    private void zkGet(JsonNode command, ObjectNode reply) throws Exception {
+        byte[] data = cluster.zkData(command.path("path").asText());
+        reply.put("data", data == null ? null : new String(data, StandardCharsets.UTF_8));
+    }
+
+    private void zkChildren(JsonNode command, ObjectNode reply) throws Exception {
+        ArrayNode children = reply.putArray("children");
+        for (String c : cluster.zkChildren(command.path("path").asText())) {
+            children.add(c);
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        stopTiering();
+        admin.close();
+        connection.close();
+    }
+
+    static String stack(Throwable t) {
+        StringWriter w = new StringWriter();
+        t.printStackTrace(new PrintWriter(w));
+        return w.toString();
+    }
+}

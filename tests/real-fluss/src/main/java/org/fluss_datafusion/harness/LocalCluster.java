@@ -1,0 +1,188 @@
+package org.fluss_datafusion.harness;
+
+import org.apache.curator.test.TestingServer;
+import org.apache.fluss.client.Connection;
+import org.apache.fluss.client.ConnectionFactory;
+import org.apache.fluss.client.admin.Admin;
+import org.apache.fluss.config.ConfigOptions;
+import org.apache.fluss.config.Configuration;
+import org.apache.fluss.server.coordinator.CoordinatorServer;
+import org.apache.fluss.server.tablet.TabletServer;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * A Fluss cluster in this process: ZooKeeper (Curator's TestingServer), one coordinator and
+ * tablet servers, each with its own data directory under the work dir, on fixed loopback ports
+ * (so a restarted server comes back at the address clients know).
+ *
+ * <p>Upstream's {@code FlussClusterExtension} does the same, but its test-jar registers a
+ * {@code TestingPaimonStoragePlugin} for the {@code paimon} format (its
+ * META-INF/services), which then shadows the real lake plugin on the class path: Flink's union
+ * read fails with "cannot be used as historical data". The servers here are the same classes
+ * ({@code CoordinatorServer}, {@code TabletServer}) the distribution's scripts start.
+ */
+final class LocalCluster implements AutoCloseable {
+    private final Configuration base;
+    private final Path dir;
+    private final int zkPort = freePort();
+    private final int coordinatorPort = freePort();
+    private final Map<Integer, Integer> tabletPorts = new TreeMap<>();
+    private final Map<Integer, TabletServer> tablets = new TreeMap<>();
+    private TestingServer zk;
+    private CoordinatorServer coordinator;
+
+    LocalCluster(Configuration base, Path dir, int tabletServers) throws IOException {
+        this.base = base;
+        this.dir = dir;
+        for (int id = 0; id < tabletServers; id++) {
+            tabletPorts.put(id, freePort());
+        }
+    }
+
+    void start() throws Exception {
+        Files.createDirectories(dir);
+        zk = new TestingServer(zkPort, dir.resolve("zookeeper").toFile(), true);
+        startCoordinator();
+        for (int id : tabletPorts.keySet()) {
+            startTabletServer(id);
+        }
+        waitForServers(1 + tabletPorts.size());
+    }
+
+    String bootstrapServers() {
+        return "127.0.0.1:" + coordinatorPort;
+    }
+
+    String remoteDataDir() {
+        return "file://" + dir.resolve("remote-data");
+    }
+
+    Path tabletServerDataDir(int id) {
+        return dir.resolve("tablet-server-" + id);
+    }
+
+    Configuration clientConfig() {
+        Configuration conf = new Configuration();
+        conf.set(ConfigOptions.BOOTSTRAP_SERVERS, Collections.singletonList(bootstrapServers()));
+        return conf;
+    }
+
+    private Configuration serverConf() {
+        Configuration conf = new Configuration(base);
+        conf.setString(ConfigOptions.ZOOKEEPER_ADDRESS, "127.0.0.1:" + zkPort);
+        conf.set(ConfigOptions.REMOTE_DATA_DIR, remoteDataDir());
+        return conf;
+    }
+
+    void startCoordinator() throws Exception {
+        Configuration conf = serverConf();
+        conf.setString(ConfigOptions.BIND_LISTENERS, "FLUSS://127.0.0.1:" + coordinatorPort);
+        coordinator = new CoordinatorServer(conf);
+        coordinator.start();
+    }
+
+    void stopCoordinator() throws Exception {
+        if (coordinator != null) {
+            coordinator.close();
+            coordinator = null;
+        }
+    }
+
+    void startTabletServer(int id) throws Exception {
+        Integer port = tabletPorts.get(id);
+        if (port == null) {
+            throw new IllegalArgumentException("no tablet server " + id);
+        }
+        if (tablets.containsKey(id)) {
+            throw new IllegalStateException("tablet server " + id + " is running");
+        }
+        Configuration conf = serverConf();
+        conf.set(ConfigOptions.TABLET_SERVER_ID, id);
+        conf.setString(ConfigOptions.BIND_LISTENERS, "FLUSS://127.0.0.1:" + port);
+        conf.setString(ConfigOptions.DATA_DIR, tabletServerDataDir(id).toString());
+        TabletServer server = new TabletServer(conf);
+        server.start();
+        tablets.put(id, server);
+    }
+
+    void stopTabletServer(int id) throws Exception {
+        TabletServer server = tablets.remove(id);
+        if (server == null) {
+            throw new IllegalArgumentException("tablet server " + id + " is not running");
+        }
+        server.close();
+    }
+
+    /** Waits until the coordinator lists {@code count} servers (itself included). */
+    void waitForServers(int count) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        Exception last = null;
+        while (System.nanoTime() < deadline) {
+            try (Connection c = ConnectionFactory.createConnection(clientConfig());
+                    Admin admin = c.getAdmin()) {
+                if (admin.getServerNodes().get().size() >= count) {
+                    return;
+                }
+            } catch (Exception e) {
+                last = e;
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("the cluster did not come up with " + count + " servers", last);
+    }
+
+    int runningTabletServers() {
+        return tablets.size();
+    }
+
+    @Override
+    public void close() throws Exception {
+        for (TabletServer t : tablets.values()) {
+            t.close();
+        }
+        tablets.clear();
+        stopCoordinator();
+        if (zk != null) {
+            zk.close();
+            zk = null;
+        }
+    }
+
+    /** The data of a znode (null if it has none). */
+    byte[] zkData(String path) throws Exception {
+        try (org.apache.curator.framework.CuratorFramework client = curator()) {
+            return client.getData().forPath(path);
+        }
+    }
+
+    /** The children of a znode. */
+    java.util.List<String> zkChildren(String path) throws Exception {
+        try (org.apache.curator.framework.CuratorFramework client = curator()) {
+            return client.getChildren().forPath(path);
+        }
+    }
+
+    private org.apache.curator.framework.CuratorFramework curator() throws InterruptedException {
+        org.apache.curator.framework.CuratorFramework client =
+                org.apache.curator.framework.CuratorFrameworkFactory.newClient(
+                        "127.0.0.1:" + zkPort,
+                        new org.apache.curator.retry.RetryNTimes(3, 200));
+        client.start();
+        client.blockUntilConnected();
+        return client;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 0, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+}
