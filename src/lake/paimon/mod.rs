@@ -338,6 +338,24 @@ impl LakeTable for PaimonLakeTable {
         })
     }
 
+    fn system_columns(&self) -> Vec<datafusion::arrow::datatypes::Field> {
+        use datafusion::arrow::datatypes::TimeUnit;
+        self.table
+            .schema()
+            .fields()
+            .iter()
+            .filter_map(|f| {
+                let unit = match f.data_type() {
+                    paimon::spec::DataType::LocalZonedTimestamp(t) if t.precision() > 3 => {
+                        TimeUnit::Microsecond
+                    }
+                    _ => TimeUnit::Millisecond,
+                };
+                crate::lake::system_column(f.name(), unit)
+            })
+            .collect()
+    }
+
     async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan> {
         let pinned = self.pinned(request.snapshot_id).await?;
         let predicate = request
@@ -347,13 +365,16 @@ impl LakeTable for PaimonLakeTable {
         scan::plan_snapshot(&pinned, request.snapshot_id, predicate, request.primary_key).await
     }
 
+    /// Reads with the table's latest schema, not the snapshot's: a snapshot written
+    /// before `ALTER TABLE … ADD COLUMN` reads the added column as NULL (paimon maps each
+    /// data file's schema by field id), as Fluss's own reader does (`PaimonLakeSource`
+    /// reads with `catalog.getTable`; the pinned table only plans).
     async fn read(
         &self,
-        snapshot_id: i64,
+        _snapshot_id: i64,
         tasks: Vec<MergeTask>,
         columns: Vec<String>,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let pinned = self.pinned(snapshot_id).await?;
         let splits = tasks
             .iter()
             .map(|t| {
@@ -364,7 +385,7 @@ impl LakeTable for PaimonLakeTable {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        scan::read_merged(&pinned, splits, &columns)
+        scan::read_merged(&self.table, splits, &columns)
     }
 
     async fn snapshots(&self) -> Result<Vec<LakeSnapshot>> {
