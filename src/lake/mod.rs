@@ -49,6 +49,10 @@ pub const TIERING_COMMIT_USER: &str = "__fluss_lake_tiering";
 pub const FLUSS_OFFSETS_PROPERTY: &str = "fluss-offsets";
 
 /// Legacy system columns some lake tables carry; the union table hides them.
+///
+/// Fluss 1.0 (FIP-27) creates "clean" lake tables without them; tables created
+/// earlier keep them, and a table is legacy iff its lake schema has `__timestamp`
+/// (apache/fluss `PaimonUtils.isLegacyTable`).
 pub const LEGACY_SYSTEM_COLUMNS: [&str; 3] = ["__bucket", "__offset", "__timestamp"];
 
 /// A lake format Fluss tiers to (`table.datalake.format`).
@@ -80,25 +84,24 @@ impl LakeFormat {
             Self::Lance => "lance",
         }
     }
+}
 
-    /// The system columns Fluss appends to this format's lake tables, which `t$lake`
-    /// shows after the table's columns: Iceberg tables always carry `__bucket`,
-    /// `__offset` and `__timestamp` (`timestamptz`, microseconds).
-    pub fn system_columns(&self) -> Vec<datafusion::arrow::datatypes::Field> {
-        use datafusion::arrow::datatypes::{DataType, Field, TimeUnit};
-        match self {
-            LakeFormat::Iceberg => vec![
-                Field::new(LEGACY_SYSTEM_COLUMNS[0], DataType::Int32, true),
-                Field::new(LEGACY_SYSTEM_COLUMNS[1], DataType::Int64, true),
-                Field::new(
-                    LEGACY_SYSTEM_COLUMNS[2],
-                    DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
-                    true,
-                ),
-            ],
-            _ => Vec::new(),
-        }
-    }
+/// A legacy system column as `t$lake` shows it: `__bucket` INT, `__offset` BIGINT,
+/// `__timestamp` a UTC timestamp of the lake's precision (`timestamp_unit`: Paimon
+/// `TIMESTAMP_LTZ(3)`, or 6 on tables of Fluss 0.8; Iceberg `timestamptz`, µs).
+/// `None` for other names.
+pub(crate) fn system_column(
+    name: &str,
+    timestamp_unit: datafusion::arrow::datatypes::TimeUnit,
+) -> Option<datafusion::arrow::datatypes::Field> {
+    use datafusion::arrow::datatypes::{DataType, Field};
+    let data_type = match name {
+        "__bucket" => DataType::Int32,
+        "__offset" => DataType::Int64,
+        "__timestamp" => DataType::Timestamp(timestamp_unit, Some("+00:00".into())),
+        _ => return None,
+    };
+    Some(Field::new(name, data_type, true))
 }
 
 /// Where a table's lake lives, as its source resolves it (from the table's
@@ -205,6 +208,11 @@ pub trait LakeTable: fmt::Debug + Send + Sync {
     /// exists in it, with values of the same kind ([`columns`]).
     fn check_schema(&self, fluss: &SchemaRef) -> Result<()>;
 
+    /// The legacy system columns (`__bucket`, `__offset`, `__timestamp`) the lake
+    /// table physically has, in its order, typed as `t$lake` shows them: none for the
+    /// clean tables Fluss 1.0 creates.
+    fn system_columns(&self) -> Vec<datafusion::arrow::datatypes::Field>;
+
     /// Plans the files of a snapshot: metadata only, pruned by the request's filter.
     async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan>;
 
@@ -245,19 +253,35 @@ pub async fn open(
 /// A lake table and its plan of one snapshot.
 type PlannedLake = (Arc<dyn LakeTable>, LakePlan);
 
-/// Plans of immutable snapshots and the lake tables that made them, keyed by
-/// location, table (name *and* Fluss table id), snapshot, filter and the Fluss schema
-/// the lake was checked against: a snapshot never changes once committed, but a table
-/// dropped and created again under its name starts a new lake table whose snapshot
-/// ids repeat the old ones, so the name alone would serve the dropped table's plan.
-static PLANS: LazyLock<Mutex<HashMap<String, PlannedLake>>> = LazyLock::new(Default::default);
+/// What a cached plan was made from. A snapshot never changes once committed, but
+/// a table dropped and created again under its name starts a new lake table whose
+/// snapshot ids repeat the old ones (hence the Fluss table id), and a lake opened with
+/// one source's credentials must never be served to another source (hence every
+/// storage option: two sources reading the same warehouse with different keys get
+/// different entries). Holds credentials: no `Debug`, never shown.
+#[derive(PartialEq, Eq, Hash)]
+struct PlanKey {
+    format: LakeFormat,
+    warehouse: String,
+    options: Vec<(String, String)>,
+    table: String,
+    table_id: i64,
+    fluss_fields: String,
+    snapshot_id: i64,
+    filter: String,
+    primary_key: bool,
+}
+
+/// Plans of immutable snapshots and the lake tables that made them (see [`PlanKey`]).
+static PLANS: LazyLock<Mutex<HashMap<PlanKey, PlannedLake>>> = LazyLock::new(Default::default);
 
 /// Most plans kept; the cache is emptied when it would grow past this.
 const PLAN_CACHE_ENTRIES: usize = 128;
 
 /// The plan of `request` on the lake table of `table`, and the table (for its
 /// merge-on-read tasks): opened, its schema checked against `fluss`, and planned, or
-/// taken from the plans made before in this process.
+/// taken from the plans made before in this process from the same lake, options and
+/// request.
 pub async fn plan_snapshot(
     location: &LakeLocation,
     table: &FlussTable,
@@ -265,16 +289,23 @@ pub async fn plan_snapshot(
     request: &LakeScanRequest,
 ) -> Result<(Arc<dyn LakeTable>, LakePlan)> {
     let name = table.path.to_string();
-    let key = format!(
-        "{:?}|{}|{name}|{}|{:?}|{}|{:?}|{}",
-        location.format,
-        location.warehouse,
-        table.table_id(),
-        fluss.fields(),
-        request.snapshot_id,
-        request.filter,
-        request.primary_key
-    );
+    let mut options: Vec<(String, String)> = location
+        .options
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    options.sort();
+    let key = PlanKey {
+        format: location.format,
+        warehouse: location.warehouse.clone(),
+        options,
+        table: name.clone(),
+        table_id: table.table_id(),
+        fluss_fields: format!("{:?}", fluss.fields()),
+        snapshot_id: request.snapshot_id,
+        filter: format!("{:?}", request.filter),
+        primary_key: request.primary_key,
+    };
     if let Some(hit) = PLANS.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(hit);
     }

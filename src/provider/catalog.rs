@@ -11,7 +11,7 @@
 //! Fluss tables of their database; they never shadow a Fluss table.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
@@ -22,19 +22,29 @@ use super::blocking::block_on;
 use super::changelog::ChangelogTableProvider;
 use super::lake_snapshots::lake_snapshots_table;
 use super::table::{FlussTableProvider, ReadMode};
-use crate::error::ErrorKind;
+use crate::error::{Error, ErrorKind};
 use crate::source::FlussSource;
 use crate::source::layout::validate_name;
 
 /// Tables registered through DataFusion, by (database, table): not stored in Fluss.
 type SessionTables = Arc<RwLock<HashMap<(String, String), Arc<dyn TableProvider>>>>;
 
+/// The last error a listing met (see [`FlussCatalog::take_listing_error`]).
+type ListingError = Arc<Mutex<Option<Error>>>;
+
 /// The catalog of one Fluss source (register it as `fluss`): a LocalStore, or any
 /// other [`FlussSource`].
+///
+/// DataFusion's listings (`schema_names`, `table_names`: `SHOW TABLES`,
+/// `information_schema`) cannot fail, so an unreachable cluster would look like an
+/// empty catalog. The catalog keeps the error a listing met instead;
+/// [`FlussCatalog::take_listing_error`] hands it out, and [`crate::sql::FlussSession`]
+/// fails the statement with it.
 #[derive(Debug, Clone)]
 pub struct FlussCatalog {
     source: Arc<dyn FlussSource>,
     session_tables: SessionTables,
+    listing_error: ListingError,
 }
 
 impl FlussCatalog {
@@ -43,6 +53,7 @@ impl FlussCatalog {
         Self {
             source,
             session_tables: Default::default(),
+            listing_error: Default::default(),
         }
     }
 
@@ -50,14 +61,39 @@ impl FlussCatalog {
     pub fn source(&self) -> &Arc<dyn FlussSource> {
         &self.source
     }
+
+    /// The error the last failed listing of databases or tables met since the last
+    /// call (and forgets it): a listing that failed answered as if empty.
+    pub fn take_listing_error(&self) -> Option<Error> {
+        self.listing_error.lock().ok()?.take()
+    }
+}
+
+/// The listing's names, or none after recording why it failed (a database that does
+/// not exist simply has no tables).
+fn listed(
+    listing: Result<crate::Result<Vec<String>>, Error>,
+    errors: &ListingError,
+) -> Vec<String> {
+    match listing.and_then(|r| r) {
+        Ok(names) => names,
+        Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            if let Ok(mut slot) = errors.lock() {
+                *slot = Some(e);
+            }
+            Vec::new()
+        }
+    }
 }
 
 impl CatalogProvider for FlussCatalog {
     fn schema_names(&self) -> Vec<String> {
         let source = self.source.clone();
-        block_on(async move { source.list_databases().await })
-            .and_then(|r| r)
-            .unwrap_or_default()
+        listed(
+            block_on(async move { source.list_databases().await }),
+            &self.listing_error,
+        )
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
@@ -67,6 +103,7 @@ impl CatalogProvider for FlussCatalog {
             source: self.source.clone(),
             database: name.to_string(),
             session_tables: self.session_tables.clone(),
+            listing_error: self.listing_error.clone(),
         }))
     }
 }
@@ -77,6 +114,7 @@ pub struct FlussSchema {
     source: Arc<dyn FlussSource>,
     database: String,
     session_tables: SessionTables,
+    listing_error: ListingError,
 }
 
 impl FlussSchema {
@@ -90,9 +128,10 @@ impl FlussSchema {
     fn fluss_table_names(&self) -> Vec<String> {
         let source = self.source.clone();
         let db = self.database.clone();
-        block_on(async move { source.list_tables(&db).await })
-            .and_then(|r| r)
-            .unwrap_or_default()
+        listed(
+            block_on(async move { source.list_tables(&db).await }),
+            &self.listing_error,
+        )
     }
 
     async fn provider(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
@@ -135,7 +174,19 @@ impl FlussSchema {
                 "table {path} has no lake ('table.datalake.enabled' is not true)"
             )));
         }
-        let provider = FlussTableProvider::new(self.source.clone(), table, mode)?;
+        let provider = match mode {
+            ReadMode::LakeOnly => {
+                // the lake's physical system columns: open the lake table (none yet:
+                // nothing tiered, and then no system columns to show either)
+                let location = self.source.lake_location(&table).await?;
+                let system = match crate::lake::open(&location, &table).await? {
+                    Some(lake) => lake.system_columns(),
+                    None => Vec::new(),
+                };
+                FlussTableProvider::lake_only(self.source.clone(), table, system)?
+            }
+            ReadMode::Union => FlussTableProvider::new(self.source.clone(), table, mode)?,
+        };
         Ok(Some(Arc::new(provider)))
     }
 }

@@ -45,7 +45,7 @@ use super::pk_exec::{
 };
 use crate::error::{Error, Result};
 use crate::lake::{
-    LakeFile, LakeFormat, LakeLocation, LakePlan, LakeScanRequest, LakeSplit, LakeTable, MergeTask,
+    LakeFile, LakeLocation, LakePlan, LakeScanRequest, LakeSplit, LakeTable, MergeTask,
 };
 use crate::source::{FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
@@ -79,27 +79,36 @@ struct LakeScan {
 }
 
 impl FlussTableProvider {
-    /// A provider of `table` from `source`.
-    /// `t$lake` of an Iceberg table also shows the lake's system columns (`__bucket`,
-    /// `__offset`, `__timestamp`, which the union table hides).
+    /// A provider of `table` from `source`: the Fluss columns of its latest schema.
     pub fn new(source: Arc<dyn FlussSource>, table: FlussTable, mode: ReadMode) -> Result<Self> {
-        let mut schema = table.schemas.latest()?.arrow.clone();
-        let system = match (mode, table.lake_format()) {
-            (ReadMode::LakeOnly, Some(format)) => LakeFormat::of(&format).system_columns(),
-            _ => Vec::new(),
-        };
-        if !system.is_empty() {
-            let mut fields: Vec<Field> =
-                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-            fields.extend(system);
-            schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-        }
+        let schema = table.schemas.latest()?.arrow.clone();
         Ok(Self {
             source,
             table,
             schema,
             mode,
         })
+    }
+
+    /// The provider of `t$lake`: the lake snapshot only, showing the Fluss columns and
+    /// then the lake's physical system columns (`system`, from
+    /// [`LakeTable::system_columns`]: legacy tables' `__bucket`, `__offset`,
+    /// `__timestamp`, which the union table hides; none for clean tables).
+    pub fn lake_only(
+        source: Arc<dyn FlussSource>,
+        table: FlussTable,
+        system: Vec<Field>,
+    ) -> Result<Self> {
+        let mut provider = Self::new(source, table, ReadMode::LakeOnly)?;
+        if !system.is_empty() {
+            let schema = &provider.schema;
+            let mut fields: Vec<Field> =
+                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields.extend(system);
+            provider.schema =
+                Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+        }
+        Ok(provider)
     }
 
     /// The Fluss table.

@@ -2,10 +2,12 @@
 //! [`IcebergLakeTable`], the [`LakeTable`] the provider plans and reads through.
 //!
 //! Conventions follow apache/fluss's Iceberg tiering (`docs/reference/fluss-formats.md`
-//! §3.3): the lake table is `<database>.<table>`, carries the Fluss columns plus the
-//! system columns `__bucket`, `__offset`, `__timestamp`, and is partitioned by
-//! `identity(<partition keys>)` then `bucket(<bucket key>, N)` or `identity(__bucket)`,
-//! so a file's partition names its Fluss partition and bucket.
+//! §3.3): the lake table is `<database>.<table>`, carries the Fluss columns (and, on
+//! legacy tables created before Fluss 1.0, the system columns `__bucket`, `__offset`,
+//! `__timestamp`), and is partitioned by `identity(<partition keys>)` then
+//! `bucket(<bucket key>, N)` (legacy tables without a bucket key: `identity(__bucket)`),
+//! so a file's partition names its Fluss partition and, where the spec has a bucket
+//! field, its bucket.
 //!
 //! Metadata and planning use the `iceberg` crate; tasks with delete files are read by
 //! its arrow reader (arrow 58, bridged), the rest by DataFusion's parquet source.
@@ -114,6 +116,23 @@ impl LakeTable for IcebergLakeTable {
             let field = schema.field_by_name(name)?;
             Some((value_kind(&field.field_type), field.field_type.to_string()))
         })
+    }
+
+    fn system_columns(&self) -> Vec<datafusion::arrow::datatypes::Field> {
+        use datafusion::arrow::datatypes::TimeUnit;
+        let schema = self.table.metadata().current_schema();
+        let unit = |ty: &iceberg::spec::Type| match ty {
+            iceberg::spec::Type::Primitive(iceberg::spec::PrimitiveType::TimestamptzNs) => {
+                TimeUnit::Nanosecond
+            }
+            _ => TimeUnit::Microsecond,
+        };
+        schema
+            .as_struct()
+            .fields()
+            .iter()
+            .filter_map(|f| crate::lake::system_column(&f.name, unit(&f.field_type)))
+            .collect()
     }
 
     async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan> {

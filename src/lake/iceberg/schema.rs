@@ -1,9 +1,12 @@
 //! A Fluss table as Iceberg tiering creates it (apache/fluss `IcebergSchemaUtils`,
-//! `IcebergPartitionSpecUtils`; `docs/reference/fluss-formats.md` §3.3): the Fluss
-//! columns, then the required system columns `__bucket int`, `__offset long`,
-//! `__timestamp timestamptz`; primary-key columns as identifier fields; spec
-//! `identity(<partition keys>)` then `bucket(<bucket key>, N)` or
-//! `identity(__bucket)`; sort order `ASC(__offset)`. And the log's rows in that
+//! `IcebergPartitionSpecUtils`; `docs/reference/fluss-formats.md` §3.3). Fluss 1.0
+//! (FIP-27, apache/fluss #4019) creates "clean" tables: the Fluss columns only,
+//! primary-key columns as identifier fields, spec `identity(<partition keys>)` then
+//! `bucket(<bucket key>, N)` when there is a bucket key, unsorted. Tables created
+//! earlier ("legacy", recognised by their `__timestamp` column) also carry the
+//! required system columns `__bucket int`, `__offset long`, `__timestamp
+//! timestamptz`, `identity(__bucket)` when there is no bucket key, and sort order
+//! `ASC(__offset)`; tiering keeps writing them that way. And the log's rows in either
 //! shape, as arrow batches the `iceberg` writer takes.
 
 use std::collections::HashMap;
@@ -21,7 +24,7 @@ use iceberg::spec::{
 };
 
 use crate::error::{Error, Result};
-use crate::lake::LakeFormat;
+use crate::lake::{LEGACY_SYSTEM_COLUMNS, system_column};
 use crate::log::ChangelogBatch;
 use crate::source::FlussTable;
 
@@ -30,12 +33,14 @@ const FIELD_ID_KEY: &str = "PARQUET:field_id";
 
 /// The Iceberg table of a Fluss table: schema, spec, sort order and properties.
 pub struct IcebergTableLayout {
-    /// Fluss columns then system columns, field ids from 1.
+    /// Fluss columns (then, legacy, the system columns), field ids from 1.
     pub schema: Schema,
-    /// `identity(partition keys)`, then the bucket field.
+    /// `identity(partition keys)`, then the bucket field (if any).
     pub spec: UnboundPartitionSpec,
-    /// `ASC(__offset)`.
+    /// Unsorted; `ASC(__offset)` on legacy tables.
     pub sort_order: SortOrder,
+    /// Whether the table carries the legacy system columns.
+    pub legacy: bool,
     /// Table properties.
     pub properties: HashMap<String, String>,
     /// The arrow (59) schema of the rows written, with field ids.
@@ -82,8 +87,9 @@ fn with_field_id(field: Field, id: i32) -> Field {
     field.with_metadata(HashMap::from([(FIELD_ID_KEY.to_string(), id.to_string())]))
 }
 
-/// The Iceberg layout of `table`.
-pub fn table_layout(table: &FlussTable) -> Result<IcebergTableLayout> {
+/// The Iceberg layout of `table`: clean, as Fluss 1.0 creates new tables, or `legacy`
+/// (for a lake table that already has the system columns).
+pub fn table_layout(table: &FlussTable, legacy: bool) -> Result<IcebergTableLayout> {
     let info = &table.info;
     let pk = info.get_primary_keys();
     let mut fields = Vec::new();
@@ -109,25 +115,26 @@ pub fn table_layout(table: &FlussTable) -> Result<IcebergTableLayout> {
         }
         ids_by_name.insert(column.name().to_string(), id);
     }
-    let next = fields.len() as i32 + 1;
-    // `LakeFormat::system_columns` names them and their arrow types (what `t$lake`
-    // shows); their Iceberg types, in the same order:
-    let system_types = [
-        PrimitiveType::Int,
-        PrimitiveType::Long,
-        PrimitiveType::Timestamptz,
-    ];
-    let system = LakeFormat::Iceberg.system_columns();
-    for (i, (column, ty)) in system.iter().zip(system_types).enumerate() {
-        let (name, arrow) = (column.name().as_str(), column.data_type().clone());
-        let id = next + i as i32;
-        fields.push(Arc::new(NestedField::required(
-            id,
-            name,
-            Type::Primitive(ty),
-        )));
-        arrow_fields.push(with_field_id(Field::new(name, arrow, false), id));
-        ids_by_name.insert(name.to_string(), id);
+    if legacy {
+        let next = fields.len() as i32 + 1;
+        let system_types = [
+            PrimitiveType::Int,
+            PrimitiveType::Long,
+            PrimitiveType::Timestamptz,
+        ];
+        for (i, (name, ty)) in LEGACY_SYSTEM_COLUMNS.iter().zip(system_types).enumerate() {
+            let id = next + i as i32;
+            let arrow = system_column(name, TimeUnit::Microsecond)
+                .map(|f| f.data_type().clone())
+                .ok_or_else(|| Error::internal("unknown system column"))?;
+            fields.push(Arc::new(NestedField::required(
+                id,
+                *name,
+                Type::Primitive(ty),
+            )));
+            arrow_fields.push(with_field_id(Field::new(*name, arrow, false), id));
+            ids_by_name.insert(name.to_string(), id);
+        }
     }
     let invalid = |e: iceberg::Error| {
         Error::invalid_input("the Fluss schema cannot be expressed in Iceberg")
@@ -155,9 +162,10 @@ pub fn table_layout(table: &FlussTable) -> Result<IcebergTableLayout> {
     }
     let bucket_keys = info.get_bucket_keys();
     spec = match bucket_keys {
-        [] => spec
+        [] if legacy => spec
             .add_partition_field(id_of("__bucket")?, "__bucket", Transform::Identity)
             .map_err(invalid)?,
+        [] => spec,
         [key] => spec
             .add_partition_field(
                 id_of(key)?,
@@ -172,16 +180,20 @@ pub fn table_layout(table: &FlussTable) -> Result<IcebergTableLayout> {
             .with_context("table", table.path.to_string()));
         }
     };
-    let sort_order = SortOrder::builder()
-        .with_order_id(1)
-        .with_sort_field(SortField {
-            source_id: id_of("__offset")?,
-            transform: Transform::Identity,
-            direction: SortDirection::Ascending,
-            null_order: NullOrder::First,
-        })
-        .build_unbound()
-        .map_err(invalid)?;
+    let sort_order = if legacy {
+        SortOrder::builder()
+            .with_order_id(1)
+            .with_sort_field(SortField {
+                source_id: id_of("__offset")?,
+                transform: Transform::Identity,
+                direction: SortDirection::Ascending,
+                null_order: NullOrder::First,
+            })
+            .build_unbound()
+            .map_err(invalid)?
+    } else {
+        SortOrder::unsorted_order()
+    };
     let mut properties = HashMap::from([
         ("write.format.default".to_string(), "parquet".to_string()),
         (
@@ -198,22 +210,28 @@ pub fn table_layout(table: &FlussTable) -> Result<IcebergTableLayout> {
         schema,
         spec: spec.build(),
         sort_order,
+        legacy,
         properties,
         arrow: Arc::new(ArrowSchema::new(arrow_fields)),
     })
 }
 
 /// A log batch of `bucket` as the lake's rows: its columns cast to the lake's types,
-/// then `__bucket`, `__offset` (each row's log offset) and `__timestamp` (the batch's
-/// commit time).
+/// then, on legacy tables, `__bucket`, `__offset` (each row's log offset) and
+/// `__timestamp` (the batch's commit time).
 pub fn lake_rows(
     batch: &ChangelogBatch,
     bucket: i32,
-    arrow: &Arc<ArrowSchema>,
+    layout: &IcebergTableLayout,
 ) -> Result<RecordBatch> {
+    let arrow = &layout.arrow;
     let rows = batch.batch.num_rows();
     let data = batch.batch.columns();
-    let system = 3;
+    let system = if layout.legacy {
+        LEGACY_SYSTEM_COLUMNS.len()
+    } else {
+        0
+    };
     if data.len() + system != arrow.fields().len() {
         return Err(Error::internal(
             "log batch columns do not match the Iceberg schema",
@@ -233,13 +251,18 @@ pub fn lake_rows(
             })?
         });
     }
-    columns.push(Arc::new(Int32Array::from(vec![bucket; rows])));
-    columns.push(Arc::new(Int64Array::from_iter_values(
-        (0..rows as i64).map(|i| batch.first_offset + i),
-    )));
-    columns.push(Arc::new(
-        TimestampMicrosecondArray::from(vec![batch.commit_timestamp.saturating_mul(1000); rows])
+    if layout.legacy {
+        columns.push(Arc::new(Int32Array::from(vec![bucket; rows])));
+        columns.push(Arc::new(Int64Array::from_iter_values(
+            (0..rows as i64).map(|i| batch.first_offset + i),
+        )));
+        columns.push(Arc::new(
+            TimestampMicrosecondArray::from(vec![
+                batch.commit_timestamp.saturating_mul(1000);
+                rows
+            ])
             .with_timezone("+00:00"),
-    ));
+        ));
+    }
     Ok(RecordBatch::try_new(arrow.clone(), columns)?)
 }

@@ -308,8 +308,20 @@ pub(in crate::lake) async fn tier(
     if pending.is_empty() {
         return Ok(result);
     }
-    let layout = table_layout(table)?;
-    let lake = catalog.ensure_table(&ident, &layout).await?;
+    // A new lake table is clean (Fluss 1.0); one that exists keeps its layout, legacy
+    // if it has `__timestamp` (as Fluss's writers decide, `PaimonUtils.isLegacyTable`).
+    let existing = catalog.load_optional(&ident).await?;
+    let legacy = existing.as_ref().is_some_and(|t| {
+        t.metadata()
+            .current_schema()
+            .field_by_name(crate::lake::LEGACY_SYSTEM_COLUMNS[2])
+            .is_some()
+    });
+    let layout = table_layout(table, legacy)?;
+    let lake = match existing {
+        Some(lake) => lake,
+        None => catalog.ensure_table(&ident, &layout).await?,
+    };
     check_lake_table_is_ours(store, table, async || {
         Ok(lake.metadata().current_snapshot().is_some())
     })
@@ -338,7 +350,7 @@ pub(in crate::lake) async fn tier(
             let rounds: Vec<(RecordBatch, Vec<ChangeType>)> = stream
                 .and_then(|batch| {
                     records += batch.batch.num_rows();
-                    let rows = lake_rows(&batch, b, &layout.arrow);
+                    let rows = lake_rows(&batch, b, &layout);
                     std::future::ready(rows.map(|rows| (rows, batch.change_types)))
                 })
                 .try_collect()
@@ -358,7 +370,7 @@ pub(in crate::lake) async fn tier(
         } else {
             let rows = stream.and_then(|batch| {
                 records += batch.batch.num_rows();
-                std::future::ready(lake_rows(&batch, b, &layout.arrow))
+                std::future::ready(lake_rows(&batch, b, &layout))
             });
             data_files.extend(
                 write_data_files(&lake, partition, rows)
