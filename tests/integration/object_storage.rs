@@ -198,6 +198,27 @@ async fn a_paimon_lake_moved_to_s3_reads_through_the_cluster_source_as_it_did_lo
     for (query, expected) in QUERIES.iter().zip(&expected) {
         assert_eq!(&render(&cluster, query).await, expected, "{query}");
     }
+    // A second source reading the same tables with other lake options (credentials;
+    // here another endpoint) never gets what the first one opened, although the plans
+    // of these very snapshots are cached in this process: it opens the lake itself,
+    // through its own endpoint, which serves nothing.
+    let mut other_options = s3.options();
+    other_options.insert("s3.endpoint".into(), "http://127.0.0.1:9".into());
+    let other = ClusterSource::connect(ClusterOptions {
+        bootstrap_servers: server.bootstrap_servers(),
+        lake_options: other_options,
+        ..ClusterOptions::default()
+    })
+    .await
+    .unwrap();
+    let other = FlussSession::new(Arc::new(other)).await.unwrap();
+    for query in ["SELECT * FROM db.logs", "SELECT * FROM db.kv"] {
+        let e = other
+            .execute(query)
+            .await
+            .expect_err("a lake opened with another source's options");
+        assert_never_shown(&format!("{e} {e:?}"));
+    }
     // the local store has no warehouse any more: its own lake read now fails, naming
     // what is missing (and the cluster read above did not use it)
     let e = local
