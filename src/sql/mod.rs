@@ -134,6 +134,8 @@ impl StatementResult {
 pub struct FlussSession {
     ctx: SessionContext,
     source: Arc<dyn FlussSource>,
+    /// The catalog registered as `fluss` (its listing errors fail statements).
+    catalog: FlussCatalog,
 }
 
 impl std::fmt::Debug for FlussSession {
@@ -193,8 +195,13 @@ impl FlussSession {
         let runtime = runtime.build_arc().map_err(from_datafusion)?;
         // `SELECT * FROM 'file.parquet'` reads files directly (backfill checks).
         let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
-        ctx.register_catalog(CATALOG, Arc::new(FlussCatalog::new(source.clone())));
-        Ok(Self { ctx, source })
+        let catalog = FlussCatalog::new(source.clone());
+        ctx.register_catalog(CATALOG, Arc::new(catalog.clone()));
+        Ok(Self {
+            ctx,
+            source,
+            catalog,
+        })
     }
 
     /// The DataFusion context (register more tables or catalogs here).
@@ -380,11 +387,18 @@ impl FlussSession {
         }
     }
 
-    /// Runs a statement through DataFusion only.
+    /// Runs a statement through DataFusion only. A catalog listing it made that
+    /// failed (`SHOW TABLES`, `information_schema` on an unreachable cluster) fails
+    /// it, instead of answering as if the catalog were empty.
     pub async fn query(&self, sql: &str) -> Result<StatementResult> {
+        // an error of an earlier listing is not this statement's
+        self.catalog.take_listing_error();
         let df = self.ctx.sql(sql).await.map_err(from_datafusion)?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let batches = df.collect().await.map_err(from_datafusion)?;
+        if let Some(e) = self.catalog.take_listing_error() {
+            return Err(e.with_context("statement", "listing the catalog"));
+        }
         Ok(StatementResult {
             schema,
             batches,

@@ -325,3 +325,37 @@ async fn a_batch_length_past_the_end_of_the_answer_names_table_bucket_and_offset
     let error = query_error(&session, ALL_T).await;
     assert_names(&error, &["table: db.t", "bucket: 0", "base_offset: 3"]);
 }
+
+/// A catalog whose cluster became unreachable says so: `SHOW TABLES` and
+/// `information_schema` fail naming the cluster, instead of answering as if the
+/// catalog were empty (DataFusion's listings cannot fail; the session fails the
+/// statement with the error the listing met).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_cluster_is_an_error_not_an_empty_catalog() {
+    let (_dir, store) = store().await;
+    let server = serve(&store, |_, _| Faults::default()).await;
+    let bootstrap = server.bootstrap_servers();
+    let source = ClusterSource::connect(ClusterOptions {
+        bootstrap_servers: bootstrap.clone(),
+        ..Default::default()
+    })
+    .await
+    .expect("connects")
+    .with_request_timeout(Duration::from_secs(5));
+    let session = FlussSession::new(Arc::new(source)).await.expect("session");
+    let tables = common::render(&session.execute("SHOW TABLES").await.expect("listed"));
+    assert!(tables.contains("two"), "{tables}");
+
+    drop(server);
+    for sql in [
+        "SHOW TABLES",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'db'",
+    ] {
+        let e = tokio::time::timeout(STEP, session.execute(sql))
+            .await
+            .expect("does not hang")
+            .expect_err("the cluster is gone");
+        let shown = e.to_string();
+        assert!(shown.contains(&bootstrap), "{sql}: {shown}");
+    }
+}

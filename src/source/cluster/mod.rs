@@ -130,7 +130,12 @@ const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A fluss-rs error as this crate's: missing objects are `NotFound`, the rest
 /// `Cluster`, with the client's message.
-fn client_error(what: &str) -> impl FnOnce(fluss::error::Error) -> Error + '_ {
+/// An error of the fluss-rs client: not-found errors as such, others as cluster
+/// errors naming the cluster (`bootstrap_servers`).
+fn client_error<'a>(
+    what: &'a str,
+    bootstrap_servers: &'a str,
+) -> impl FnOnce(fluss::error::Error) -> Error + 'a {
     move |e| {
         let kind = match e.api_error() {
             Some(
@@ -141,7 +146,12 @@ fn client_error(what: &str) -> impl FnOnce(fluss::error::Error) -> Error + '_ {
             ) => ErrorKind::NotFound,
             _ => ErrorKind::Cluster,
         };
-        Error::new(kind, format!("{what}: {e}"))
+        let error = Error::new(kind, format!("{what}: {e}"));
+        if kind == ErrorKind::Cluster {
+            error.with_context("bootstrap_servers", bootstrap_servers)
+        } else {
+            error
+        }
     }
 }
 
@@ -177,8 +187,10 @@ impl ClusterSource {
         let (connection, admin) = match connected {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
-                let e = client_error("cannot connect to the Fluss cluster")(e)
-                    .with_context("bootstrap_servers", &options.bootstrap_servers);
+                let e = client_error(
+                    "cannot connect to the Fluss cluster",
+                    &options.bootstrap_servers,
+                )(e);
                 runtime.shutdown_background();
                 return Err(e);
             }
@@ -256,7 +268,10 @@ impl ClusterSource {
         let leader = self
             .on_client(async move { metadata.leader_for(&path, &table_bucket).await })
             .await?
-            .map_err(client_error("cannot find the bucket's leader"))?
+            .map_err(client_error(
+                "cannot find the bucket's leader",
+                &self.options.bootstrap_servers,
+            ))?
             .ok_or_else(|| {
                 Error::new(ErrorKind::Cluster, "the bucket has no leader")
                     .with_context("table", table.path.to_string())
@@ -308,8 +323,11 @@ impl ClusterSource {
             })
             .await?;
         result.map_err(|e| {
-            client_error("cannot list the table's offsets")(e)
-                .with_context("table", table.path.to_string())
+            client_error(
+                "cannot list the table's offsets",
+                &self.options.bootstrap_servers,
+            )(e)
+            .with_context("table", table.path.to_string())
         })
     }
 }
@@ -324,14 +342,20 @@ impl FlussSource for ClusterSource {
         let admin = self.admin.clone();
         self.on_client(async move { admin.list_databases().await })
             .await?
-            .map_err(client_error("cannot list databases"))
+            .map_err(client_error(
+                "cannot list databases",
+                &self.options.bootstrap_servers,
+            ))
     }
 
     async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
         let (admin, name) = (self.admin.clone(), database.to_string());
         self.on_client(async move { admin.list_tables(&name).await })
             .await?
-            .map_err(|e| client_error("cannot list tables")(e).with_context("database", database))
+            .map_err(|e| {
+                client_error("cannot list tables", &self.options.bootstrap_servers)(e)
+                    .with_context("database", database)
+            })
     }
 
     async fn get_table(&self, path: &TablePath) -> Result<FlussTable> {
@@ -340,7 +364,12 @@ impl FlussSource for ClusterSource {
         let info = self
             .on_client(async move { admin.get_table_info(&owned).await })
             .await?
-            .map_err(|e| context(client_error("cannot load the table")(e)))?;
+            .map_err(|e| {
+                context(client_error(
+                    "cannot load the table",
+                    &self.options.bootstrap_servers,
+                )(e))
+            })?;
         // Every schema a batch may carry: ids run from 1 to the latest.
         let mut history = SchemaHistory::default();
         for id in 1..=info.get_schema_id() {
@@ -351,8 +380,11 @@ impl FlussSource for ClusterSource {
                 self.on_client(async move { admin.get_table_schema(&owned, Some(id)).await })
                     .await?
                     .map_err(|e| {
-                        context(client_error("cannot load a schema of the table")(e))
-                            .with_context("schema_id", id)
+                        context(client_error(
+                            "cannot load a schema of the table",
+                            &self.options.bootstrap_servers,
+                        )(e))
+                        .with_context("schema_id", id)
                     })?
                     .into_parts()
                     .0
@@ -373,8 +405,11 @@ impl FlussSource for ClusterSource {
         self.on_client(async move { admin.list_partition_infos(&path).await })
             .await?
             .map_err(|e| {
-                client_error("cannot list the table's partitions")(e)
-                    .with_context("table", table.path.to_string())
+                client_error(
+                    "cannot list the table's partitions",
+                    &self.options.bootstrap_servers,
+                )(e)
+                .with_context("table", table.path.to_string())
             })
     }
 
@@ -390,8 +425,11 @@ impl FlussSource for ClusterSource {
             Ok(s) => s,
             Err(e) if e.api_error() == Some(FlussError::LakeSnapshotNotExist) => return Ok(None),
             Err(e) => {
-                return Err(client_error("cannot get the readable lake snapshot")(e)
-                    .with_context("table", table.path.to_string()));
+                return Err(client_error(
+                    "cannot get the readable lake snapshot",
+                    &self.options.bootstrap_servers,
+                )(e)
+                .with_context("table", table.path.to_string()));
             }
         };
         let buckets = table.info.get_num_buckets().max(0) as usize;
