@@ -503,3 +503,50 @@ async fn raw_lake_splits_are_read_as_parquet_and_still_overridden_by_the_tail() 
     // the parquet scans' own output counters are not shown as this node's
     assert!(!line.contains("output_rows="), "{line}");
 }
+
+/// The process-wide cache of lake plans serves a plan (and the lake table that made
+/// it) only to a source with the same storage options: a lake opened with one
+/// source's credentials is never handed to another source's query.
+#[tokio::test]
+async fn lake_plans_are_cached_per_storage_options() {
+    use fluss_datafusion::lake::{LakeScanRequest, plan_snapshot};
+    use fluss_datafusion::source::FlussSource;
+    let (_dir, store, _session) = fluss_test_support::local_store::store_from_sql(
+        fluss_test_support::local_store::TIERED_TABLES_SQL,
+    )
+    .await;
+    let table = store.get_table(&TablePath::new("db", "kv")).await.unwrap();
+    let snapshot = store
+        .readable_lake_snapshot(&table)
+        .await
+        .unwrap()
+        .expect("tiered");
+    let request = LakeScanRequest {
+        snapshot_id: snapshot.snapshot_id,
+        filter: None,
+        primary_key: true,
+    };
+    let fluss = table.schemas.latest().unwrap().arrow.clone();
+    let mine = store.lake_location(&table).await.unwrap();
+    let (first, _) = plan_snapshot(&mine, &table, &fluss, &request)
+        .await
+        .unwrap();
+    let (again, _) = plan_snapshot(&mine, &table, &fluss, &request)
+        .await
+        .unwrap();
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "the same source's plan is cached"
+    );
+    let mut theirs = mine.clone();
+    theirs
+        .options
+        .insert("s3.secret-access-key".into(), "someone else's".into());
+    let (other, _) = plan_snapshot(&theirs, &table, &fluss, &request)
+        .await
+        .unwrap();
+    assert!(
+        !Arc::ptr_eq(&first, &other),
+        "a source with other credentials got the lake another source opened"
+    );
+}
