@@ -18,4 +18,5 @@ mod log_statistics_golden;
 mod no_silent_loss;
 mod object_storage;
 mod pypaimon_interop;
+mod real_fluss;
 mod union_read;

@@ -14,6 +14,8 @@
 //! * [`faults`]: fault injection for the server (dropped connections, error answers,
 //!   damaged batches, missing leaders), off by default.
 //! * [`s3`]: a local S3-compatible server (moto) for lakes on object storage.
+//! * [`real_fluss`]: the real Apache Fluss (cluster, tiering service, Flink's union read)
+//!   from `tests/real-fluss/`, driven by JSON commands.
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
@@ -41,5 +43,6 @@ pub mod memory;
 pub mod mirror;
 pub mod model;
 pub mod proto;
+pub mod real_fluss;
 pub mod s3;
 pub mod server;

@@ -1,0 +1,277 @@
+//! The real Apache Fluss, driven from Rust tests: `tests/real-fluss/` (a Maven project)
+//! runs a Fluss cluster (ZooKeeper, a coordinator, two tablet servers), Fluss's own
+//! tiering service and Flink's batch union read in one JVM, and answers JSON commands
+//! on stdin with one JSON line each on stdout (`tests/real-fluss/README.md`).
+//!
+//! [`RealFluss::start`] starts one harness for a lake format; it stops when dropped,
+//! when this process exits (its stdin closes) or after its own time limit. Without
+//! `tests/real-fluss/setup.sh` having run, [`RealFluss::available`] says so: tests then
+//! skip, unless `FLUSS_REQUIRE_REAL_FLUSS=1` (CI) makes that a failure.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The Fluss release the harness runs (the newest Maven Central serves here; see
+/// `tests/real-fluss/pom.xml`).
+pub const FLUSS_VERSION: &str = "0.9.1-incubating";
+
+/// One running harness: a real Fluss cluster with one lake format.
+pub struct RealFluss {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    format: String,
+    bootstrap_servers: String,
+    warehouse: String,
+    remote_data_dir: String,
+    work_dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for RealFluss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealFluss")
+            .field("format", &self.format)
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .finish()
+    }
+}
+
+/// An answer of the harness that says the command failed, or a broken exchange.
+#[derive(Debug, Clone)]
+pub struct HarnessError(pub String);
+
+impl std::fmt::Display for HarnessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HarnessError {}
+
+fn harness_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/real-fluss")
+}
+
+impl RealFluss {
+    /// Whether the harness is set up (`tests/real-fluss/setup.sh` ran). When it is
+    /// not, this prints why and returns false, or panics under
+    /// `FLUSS_REQUIRE_REAL_FLUSS=1`.
+    pub fn available(format: &str) -> bool {
+        let classpath = harness_dir().join(format!("target/classpath-{format}.txt"));
+        if classpath.exists() {
+            return true;
+        }
+        if std::env::var("FLUSS_REQUIRE_REAL_FLUSS").is_ok_and(|v| v == "1") {
+            panic!(
+                "the real-Fluss harness is required: run tests/real-fluss/setup.sh ({} is missing)",
+                classpath.display()
+            );
+        }
+        eprintln!("skipping: the real-Fluss harness is not set up (run tests/real-fluss/setup.sh)");
+        false
+    }
+
+    /// Starts a harness whose cluster tiers to `format` (`paimon` or `iceberg`), and
+    /// waits until its cluster is up. `max_seconds` bounds the harness's whole life.
+    pub fn start(format: &str, max_seconds: u64) -> Result<Self, HarnessError> {
+        let mut work_dir = tempfile::Builder::new()
+            .prefix(&format!("real-fluss-{format}-"))
+            .tempdir()
+            .map_err(|e| HarnessError(format!("cannot make the work dir: {e}")))?;
+        // FLUSS_KEEP_REAL_FLUSS=1 keeps the work dir (cluster data, lake, log) to look into
+        if std::env::var("FLUSS_KEEP_REAL_FLUSS").is_ok_and(|v| v == "1") {
+            work_dir.disable_cleanup(true);
+            eprintln!("real-Fluss work dir kept: {}", work_dir.path().display());
+        }
+        let mut child = Command::new("bash")
+            .arg(harness_dir().join("run.sh"))
+            .arg(format)
+            .arg(work_dir.path())
+            .arg(max_seconds.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| HarnessError(format!("cannot start the harness: {e}")))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(
+            child
+                .stdout
+                .take()
+                .ok_or_else(|| HarnessError("the harness has no stdout".to_string()))?,
+        );
+        let mut harness = Self {
+            child,
+            stdin,
+            stdout,
+            format: format.to_string(),
+            bootstrap_servers: String::new(),
+            warehouse: String::new(),
+            remote_data_dir: String::new(),
+            work_dir,
+        };
+        let ready = harness.read_line()?;
+        if ready["ready"] != json!(true) {
+            return Err(HarnessError(format!(
+                "the harness did not start: {} (log: {})",
+                ready["error"],
+                harness.log_path().display()
+            )));
+        }
+        harness.bootstrap_servers = text(&ready, "bootstrap_servers")?;
+        harness.warehouse = text(&ready, "warehouse")?;
+        harness.remote_data_dir = text(&ready, "remote_data_dir")?;
+        Ok(harness)
+    }
+
+    /// The lake format of this cluster.
+    pub fn format(&self) -> &str {
+        &self.format
+    }
+
+    /// `host:port` of the coordinator.
+    pub fn bootstrap_servers(&self) -> &str {
+        &self.bootstrap_servers
+    }
+
+    /// The lake warehouse the cluster tiers into (a local path).
+    pub fn warehouse(&self) -> &str {
+        &self.warehouse
+    }
+
+    /// The cluster's `remote.data.dir` (a `file://` URL).
+    pub fn remote_data_dir(&self) -> &str {
+        &self.remote_data_dir
+    }
+
+    /// The harness's work directory (cluster data, lake, log).
+    pub fn work_dir(&self) -> &Path {
+        self.work_dir.path()
+    }
+
+    /// The harness's log (the cluster's, Flink's and the tiering service's logs).
+    pub fn log_path(&self) -> PathBuf {
+        self.work_dir.path().join("harness.log")
+    }
+
+    fn read_line(&mut self) -> Result<Value, HarnessError> {
+        let mut line = String::new();
+        let n = self
+            .stdout
+            .read_line(&mut line)
+            .map_err(|e| HarnessError(format!("reading from the harness: {e}")))?;
+        if n == 0 {
+            let status = self.child.try_wait().ok().flatten();
+            return Err(HarnessError(format!(
+                "the harness exited ({status:?}); its log: {}",
+                self.log_path().display()
+            )));
+        }
+        serde_json::from_str(&line)
+            .map_err(|e| HarnessError(format!("the harness answered '{line}': {e}")))
+    }
+
+    /// Sends one command and returns its answer; an answer with `"ok": false` is an
+    /// error carrying the harness's message.
+    pub fn call(&mut self, command: Value) -> Result<Value, HarnessError> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| HarnessError("the harness is shut down".to_string()))?;
+        writeln!(stdin, "{command}")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| HarnessError(format!("writing to the harness: {e}")))?;
+        let reply = self.read_line()?;
+        if reply["ok"] == json!(true) {
+            Ok(reply)
+        } else {
+            Err(HarnessError(format!(
+                "{} failed: {}",
+                command["cmd"],
+                reply["error"].as_str().unwrap_or("(no message)")
+            )))
+        }
+    }
+
+    /// A statement through Flink's Fluss catalog `fc` (DDL).
+    pub fn sql(&mut self, sql: &str) -> Result<(), HarnessError> {
+        self.call(json!({"cmd": "sql", "sql": sql})).map(drop)
+    }
+
+    /// A batch query through Flink: each row's values as canonical text (None = NULL).
+    pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, HarnessError> {
+        let reply = self.call(json!({"cmd": "query", "sql": sql}))?;
+        let rows = reply["rows"]
+            .as_array()
+            .ok_or_else(|| HarnessError("a query answer without rows".to_string()))?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                row.as_array()
+                    .map(|cells| {
+                        cells
+                            .iter()
+                            .map(|c| c.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect())
+    }
+
+    /// Writes rows with the Java client: `op` is `append`, `upsert` or `delete`;
+    /// `columns` (for a partial update) names each row's values.
+    pub fn write(
+        &mut self,
+        table: &str,
+        op: &str,
+        columns: Option<&[&str]>,
+        rows: Vec<Value>,
+    ) -> Result<(), HarnessError> {
+        let mut command = json!({"cmd": "write", "table": table, "op": op, "rows": rows});
+        if let Some(columns) = columns {
+            command["columns"] = json!(columns);
+        }
+        self.call(command).map(drop)
+    }
+
+    /// Runs the tiering service until the latest lake snapshot of every table covers
+    /// what its buckets hold now, then stops it. Returns each table's snapshot id.
+    pub fn tier(&mut self, tables: &[&str]) -> Result<Value, HarnessError> {
+        self.call(json!({"cmd": "tier", "tables": tables, "timeout_s": 300}))
+            .map(|r| r["snapshots"].clone())
+    }
+
+    /// Asks the harness to stop and waits for it.
+    pub fn shutdown(&mut self) {
+        if self.stdin.is_some() {
+            let _ = self.call(json!({"cmd": "shutdown"}));
+            self.stdin = None;
+        }
+        for _ in 0..300 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RealFluss {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn text(v: &Value, key: &str) -> Result<String, HarnessError> {
+    v[key]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| HarnessError(format!("the harness did not say its {key}")))
+}

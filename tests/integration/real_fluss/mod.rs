@@ -1,0 +1,57 @@
+//! Conformance against the real Apache Fluss: a real cluster, lakes written by Fluss's
+//! own tiering service, and Flink's batch union read as the expected answer
+//! (`tests/real-fluss/`, driven through `fluss_test_support::real_fluss`).
+//!
+//! Each format runs one scenario matrix on one cluster: {log, primary-key} tables ×
+//! {no partitions, partitioned by STRING, INT, DATE} × {never tiered, tiered with a
+//! tail, fully tiered}, plus tables for the cases around them (a log table with a
+//! bucket key, buckets without lake data or log, ADD COLUMN with an older lake snapshot
+//! and a tail of two schemas, an expired partition left only in the lake, an
+//! auto-partitioned table). Every table is read through the `ClusterSource` and
+//! compared with Flink's union read of the same table at the same moment, with
+//! Flink's `t$lake`, and with a model of the rows written (the oracle where Flink is
+//! not one: Iceberg primary-key tables, which Flink cannot batch-read, apache/fluss
+//! #3048; and Paimon tables partitioned by a non-STRING type, whose lake splits
+//! Fluss 0.9.1's Flink reader names by `getString` — fixed upstream in `8cd8d1628`).
+//!
+//! The harness runs the newest Fluss release Maven Central serves here
+//! ([`fluss_test_support::real_fluss::FLUSS_VERSION`]); without it set up
+//! (`tests/real-fluss/setup.sh`) the tests skip, unless `FLUSS_REQUIRE_REAL_FLUSS=1`.
+
+mod canonical;
+mod data;
+mod scenario;
+
+use std::sync::Mutex;
+
+use fluss_test_support::real_fluss::RealFluss;
+
+/// One real cluster at a time: two JVMs with Flink mini clusters would only fight
+/// over the two cores.
+static ONE_CLUSTER: Mutex<()> = Mutex::new(());
+
+fn run(format: &str) {
+    if !RealFluss::available(format) {
+        return;
+    }
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut fluss = RealFluss::start(format, 1500).expect("the real-Fluss harness starts");
+    let failures = scenario::run_matrix(&mut fluss);
+    assert!(
+        failures.is_empty(),
+        "{} disagreement(s) with the real Fluss ({format}; harness log {}):\n{}",
+        failures.len(),
+        fluss.log_path().display(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn paimon_union_reads_match_flink() {
+    run("paimon");
+}
+
+#[test]
+fn iceberg_union_reads_match_flink() {
+    run("iceberg");
+}

@@ -1,0 +1,826 @@
+//! The scenario matrix: tables, what is written to them and when they are tiered, and
+//! the comparisons of every read.
+
+use std::sync::Arc;
+
+use fluss_datafusion::source::{ClusterOptions, ClusterSource};
+use fluss_datafusion::sql::FlussSession;
+use fluss_test_support::real_fluss::RealFluss;
+use serde_json::Value;
+
+use super::canonical::{self, Rows, sorted};
+use super::data::{
+    ADDED_COLUMN, Column, Kind, Model, Partitioning, VALUE_COLUMNS, json_value, values,
+};
+
+/// When a table's rows reach the lake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tiering {
+    /// Created and written after the last tiering.
+    Never,
+    /// The first rows tiered, the later ones in the log tail.
+    Tail,
+    /// Every row tiered.
+    Full,
+}
+
+/// What is special about a table beyond the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Special {
+    None,
+    /// A log table with a bucket key (a bucket-aware lake table).
+    BucketKey,
+    /// Four buckets, three rows: buckets without lake rows, without log, without both.
+    Sparse,
+    /// ALTER TABLE … ADD COLUMN after tiering; the tail holds both schemas.
+    AddColumn,
+    /// A partition dropped from Fluss after tiering: read from the lake only.
+    ExpiredPartition,
+    /// Auto-partitioned by day (STRING `p`, Fluss names `yyyyMMdd`).
+    AutoPartition,
+    /// A delete of a key that does not exist in the tail: Fluss logs an empty batch.
+    EmptyBatch,
+}
+
+struct Table {
+    name: String,
+    primary_key: bool,
+    partitioning: Partitioning,
+    /// The partition values (canonical text), when partitioned.
+    partitions: [String; 2],
+    tiering: Tiering,
+    special: Special,
+    columns: Vec<Column>,
+    model: Model,
+    /// Why Flink's union read is not the oracle for this table, if it is not.
+    flink_not_oracle: Option<&'static str>,
+}
+
+impl Table {
+    fn new(
+        format: &str,
+        primary_key: bool,
+        partitioning: Partitioning,
+        tiering: Tiering,
+        special: Special,
+    ) -> Self {
+        let kind = if primary_key { "pk" } else { "log" };
+        let name = match special {
+            Special::None => format!(
+                "{kind}_{}_{}",
+                partitioning.label(),
+                format!("{tiering:?}").to_lowercase()
+            ),
+            other => format!("{kind}_{}", format!("{other:?}").to_lowercase()),
+        };
+        let mut columns = vec![Column {
+            name: "id",
+            sql_type: if primary_key { "INT NOT NULL" } else { "INT" },
+            kind: Kind::Int,
+        }];
+        columns.extend(VALUE_COLUMNS.iter().cloned());
+        columns.extend(partitioning.column());
+        let partitions = if special == Special::AutoPartition {
+            let today = chrono::Utc::now().date_naive();
+            [today, today + chrono::Duration::days(1)].map(|d| d.format("%Y%m%d").to_string())
+        } else {
+            partitioning.values().map(str::to_string)
+        };
+        let flink_not_oracle = if primary_key && format == "iceberg" {
+            Some("Flink cannot batch-read Iceberg primary-key tables (apache/fluss #3048)")
+        } else if primary_key && tiering == Tiering::Never {
+            Some(
+                "Fluss 0.9.1's Flink batch reader refuses a primary-key table without a lake \
+                 snapshot (FlinkSourceEnumerator: 'Batch mode can only be supported if one \
+                 lake snapshot exists'; gone upstream)",
+            )
+        } else if primary_key && special == Special::AddColumn {
+            Some(
+                "Fluss 0.9.1's server-side projection fails on log batches older than the \
+                 projected schema (INVALID_COLUMN_PROJECTION, FileLogProjection)",
+            )
+        } else if special == Special::EmptyBatch {
+            Some(
+                "Fluss 0.9.1's log scanner never gets past an empty batch at the end of a \
+                 bucket (fixed upstream by apache/fluss #3242)",
+            )
+        } else if format == "paimon"
+            && matches!(partitioning, Partitioning::Int | Partitioning::Date)
+        {
+            Some(
+                "Fluss 0.9.1's Flink reader names Paimon lake partitions by getString \
+                 (PaimonSplit.partition; fixed upstream in 8cd8d1628)",
+            )
+        } else {
+            None
+        };
+        Self {
+            name,
+            primary_key,
+            partitioning,
+            partitions,
+            tiering,
+            special,
+            columns,
+            model: Model::new(primary_key),
+            flink_not_oracle,
+        }
+    }
+
+    fn path(&self) -> String {
+        format!("db.{}", self.name)
+    }
+
+    fn create_sql(&self) -> String {
+        let mut parts: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| format!("`{}` {}", c.name, c.sql_type))
+            .collect();
+        let partitioned = self.partitioning != Partitioning::None;
+        if self.primary_key {
+            parts.push(if partitioned {
+                "PRIMARY KEY (id, p) NOT ENFORCED".to_string()
+            } else {
+                "PRIMARY KEY (id) NOT ENFORCED".to_string()
+            });
+        }
+        let buckets = if self.special == Special::Sparse {
+            4
+        } else {
+            3
+        };
+        let mut options = vec![
+            format!("'bucket.num' = '{buckets}'"),
+            "'table.datalake.enabled' = 'true'".to_string(),
+            "'table.datalake.freshness' = '500ms'".to_string(),
+        ];
+        if !self.primary_key && matches!(self.special, Special::BucketKey | Special::Sparse) {
+            options.push("'bucket.key' = 'id'".to_string());
+        }
+        if self.special == Special::AutoPartition {
+            options.push("'table.auto-partition.enabled' = 'true'".to_string());
+            options.push("'table.auto-partition.time-unit' = 'DAY'".to_string());
+        }
+        format!(
+            "CREATE TABLE fc.db.{} ({}){} WITH ({})",
+            self.name,
+            parts.join(", "),
+            if partitioned {
+                " PARTITIONED BY (p)"
+            } else {
+                ""
+            },
+            options.join(", ")
+        )
+    }
+
+    fn partition_of(&self, id: i32) -> String {
+        if self.partitioning == Partitioning::None {
+            String::new()
+        } else {
+            self.partitions[(id as usize) % 2].clone()
+        }
+    }
+
+    /// The full row of `id` in `version` (canonical text, table column order).
+    fn row(&self, id: i32, version: i32) -> Vec<Option<String>> {
+        let mut row = vec![Some(id.to_string())];
+        row.extend(values(id, version));
+        if self.partitioning != Partitioning::None {
+            row.push(Some(self.partition_of(id)));
+        }
+        if self.columns.iter().any(|c| c.name == ADDED_COLUMN.name) {
+            row.push(Some(format!("e{id}v{version}")));
+        }
+        row
+    }
+
+    fn json_row(&self, row: &[Option<String>], columns: &[&Column]) -> Value {
+        Value::Array(
+            columns
+                .iter()
+                .zip(row)
+                .map(|(c, v)| json_value(c.kind, v))
+                .collect(),
+        )
+    }
+
+    fn key_columns(&self) -> Vec<&Column> {
+        self.columns
+            .iter()
+            .filter(|c| {
+                c.name == "id" || (c.name == "p" && self.partitioning != Partitioning::None)
+            })
+            .collect()
+    }
+}
+
+/// Writes through the harness and keeps each table's model in step.
+struct Writer<'a> {
+    fluss: &'a mut RealFluss,
+}
+
+impl Writer<'_> {
+    fn append(&mut self, t: &mut Table, ids: impl IntoIterator<Item = i32>, version: i32) {
+        let rows: Vec<_> = ids.into_iter().map(|id| t.row(id, version)).collect();
+        let all: Vec<&Column> = t.columns.iter().collect();
+        let json = rows.iter().map(|r| t.json_row(r, &all)).collect();
+        self.fluss
+            .write(&t.path(), "append", None, json)
+            .unwrap_or_else(|e| panic!("append to {}: {e}", t.name));
+        for r in rows {
+            t.model.append(r);
+        }
+    }
+
+    fn upsert(&mut self, t: &mut Table, ids: impl IntoIterator<Item = i32>, version: i32) {
+        let ids: Vec<i32> = ids.into_iter().collect();
+        let rows: Vec<_> = ids.iter().map(|&id| t.row(id, version)).collect();
+        let all: Vec<&Column> = t.columns.iter().collect();
+        let json = rows.iter().map(|r| t.json_row(r, &all)).collect();
+        self.fluss
+            .write(&t.path(), "upsert", None, json)
+            .unwrap_or_else(|e| panic!("upsert into {}: {e}", t.name));
+        for (id, r) in ids.into_iter().zip(rows) {
+            let key = (id, t.partition_of(id));
+            t.model.upsert(key, r);
+        }
+    }
+
+    fn delete(&mut self, t: &mut Table, ids: impl IntoIterator<Item = i32>) {
+        let ids: Vec<i32> = ids.into_iter().collect();
+        let keys = t.key_columns();
+        let names: Vec<&str> = keys.iter().map(|c| c.name).collect();
+        let json = ids
+            .iter()
+            .map(|&id| {
+                let row = vec![Some(id.to_string()), Some(t.partition_of(id))];
+                t.json_row(&row[..keys.len()], &keys)
+            })
+            .collect();
+        self.fluss
+            .write(&t.path(), "delete", Some(&names), json)
+            .unwrap_or_else(|e| panic!("delete from {}: {e}", t.name));
+        for id in ids {
+            t.model.delete(&(id, t.partition_of(id)));
+        }
+    }
+
+    /// A partial update of `score` (with the key columns) to `1000 + id`.
+    fn update_score(&mut self, t: &mut Table, ids: impl IntoIterator<Item = i32>) {
+        let mut cols = t.key_columns();
+        let score = t.columns.iter().find(|c| c.name == "score").expect("score");
+        cols.push(score);
+        let names: Vec<&str> = cols.iter().map(|c| c.name).collect();
+        let positions: Vec<usize> = names
+            .iter()
+            .map(|n| t.columns.iter().position(|c| c.name == *n).expect("column"))
+            .collect();
+        let ids: Vec<i32> = ids.into_iter().collect();
+        let rows: Vec<Vec<Option<String>>> = ids
+            .iter()
+            .map(|&id| {
+                let mut r = vec![Some(id.to_string())];
+                if t.partitioning != Partitioning::None {
+                    r.push(Some(t.partition_of(id)));
+                }
+                r.push(Some((1000 + id).to_string()));
+                r
+            })
+            .collect();
+        let json = rows.iter().map(|r| t.json_row(r, &cols)).collect();
+        self.fluss
+            .write(&t.path(), "upsert", Some(&names), json)
+            .unwrap_or_else(|e| panic!("partial update of {}: {e}", t.name));
+        let width = t.columns.len();
+        for (id, r) in ids.into_iter().zip(rows) {
+            t.model
+                .partial_update((id, t.partition_of(id)), width, &positions, &r);
+        }
+    }
+
+    /// The first rows of a table (version 0).
+    fn first(&mut self, t: &mut Table) {
+        let ids: Vec<i32> = match t.special {
+            Special::Sparse => vec![0],
+            _ => (0..10).collect(),
+        };
+        if t.primary_key {
+            self.upsert(t, ids, 0);
+        } else {
+            self.append(t, ids, 0);
+        }
+    }
+
+    /// The later changes: appends, or upserts, deletes, a delete then re-insert and
+    /// partial updates.
+    fn later(&mut self, t: &mut Table) {
+        if t.special == Special::Sparse {
+            if t.primary_key {
+                self.upsert(t, [1, 2], 1);
+            } else {
+                self.append(t, [1, 2], 1);
+            }
+            return;
+        }
+        if t.special == Special::ExpiredPartition {
+            // only the partition still in Fluss
+            let ids: Vec<i32> = (10..16).filter(|id| id % 2 == 1).collect();
+            if t.primary_key {
+                self.upsert(t, [1, 5], 1);
+                self.upsert(t, ids, 1);
+                self.delete(t, [3]);
+            } else {
+                self.append(t, ids, 1);
+            }
+            return;
+        }
+        if t.primary_key {
+            self.upsert(t, [1, 5, 12], 1);
+            self.delete(t, [2]);
+            if t.special == Special::EmptyBatch {
+                // a key that does not exist: Fluss writes an empty batch
+                self.delete(t, [99]);
+            }
+            self.delete(t, [3]);
+            self.upsert(t, [3], 2);
+            self.update_score(t, [4, 13]);
+        } else {
+            self.append(t, 10..15, 1);
+        }
+    }
+}
+
+fn create(fluss: &mut RealFluss, t: &Table) -> Result<(), String> {
+    fluss.sql(&t.create_sql()).map_err(|e| e.to_string())?;
+    if t.partitioning != Partitioning::None && t.special != Special::AutoPartition {
+        for value in &t.partitions {
+            fluss
+                .call(serde_json::json!({
+                    "cmd": "create_partition", "table": t.path(), "spec": {"p": value}
+                }))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds every table of the matrix on `fluss`, reads each through the cluster source
+/// and compares; returns the disagreements (empty when everything matches).
+pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
+    let format = fluss.format().to_string();
+    let mut failures = Vec::new();
+    fluss
+        .sql("CREATE DATABASE IF NOT EXISTS fc.db")
+        .expect("create database");
+
+    let mut tables = Vec::new();
+    for primary_key in [false, true] {
+        for partitioning in [
+            Partitioning::None,
+            Partitioning::Str,
+            Partitioning::Int,
+            Partitioning::Date,
+        ] {
+            for tiering in [Tiering::Never, Tiering::Tail, Tiering::Full] {
+                tables.push(Table::new(
+                    &format,
+                    primary_key,
+                    partitioning,
+                    tiering,
+                    Special::None,
+                ));
+            }
+        }
+        for special in [
+            Special::Sparse,
+            Special::AddColumn,
+            Special::ExpiredPartition,
+        ] {
+            let partitioning = if special == Special::ExpiredPartition {
+                Partitioning::Str
+            } else {
+                Partitioning::None
+            };
+            tables.push(Table::new(
+                &format,
+                primary_key,
+                partitioning,
+                Tiering::Tail,
+                special,
+            ));
+        }
+    }
+    tables.push(Table::new(
+        &format,
+        false,
+        Partitioning::None,
+        Tiering::Tail,
+        Special::BucketKey,
+    ));
+    tables.push(Table::new(
+        &format,
+        true,
+        Partitioning::None,
+        Tiering::Tail,
+        Special::EmptyBatch,
+    ));
+    tables.push(Table::new(
+        &format,
+        false,
+        Partitioning::Str,
+        Tiering::Tail,
+        Special::AutoPartition,
+    ));
+
+    // Fluss 0.9.1 refuses what it cannot tier: Iceberg partition keys other than STRING.
+    let mut refused = Vec::new();
+    let mut live = Vec::new();
+    for t in tables {
+        if t.tiering == Tiering::Never {
+            live.push(t);
+            continue;
+        }
+        match create(fluss, &t) {
+            Ok(()) => live.push(t),
+            Err(e) => refused.push((t, e)),
+        }
+    }
+    for (t, e) in &refused {
+        let expected = format == "iceberg"
+            && matches!(t.partitioning, Partitioning::Int | Partitioning::Date)
+            && e.contains("Partition key only support string type for iceberg");
+        if !expected {
+            failures.push(format!(
+                "{}: the real cluster refused the table: {e}",
+                t.name
+            ));
+        }
+    }
+    let mut tables = live;
+
+    // first rows, then everything for fully tiered tables, then tier
+    let mut writer = Writer { fluss };
+    for t in tables.iter_mut().filter(|t| t.tiering != Tiering::Never) {
+        writer.first(t);
+        if t.tiering == Tiering::Full {
+            writer.later(t);
+        }
+    }
+    let tiered: Vec<String> = tables
+        .iter()
+        .filter(|t| t.tiering != Tiering::Never)
+        .map(|t| t.path())
+        .collect();
+    let names: Vec<&str> = tiered.iter().map(String::as_str).collect();
+    writer
+        .fluss
+        .tier(&names)
+        .expect("tiering covers the written rows");
+    // a second tiering round of the ADD COLUMN tables, so that their primary-key lake
+    // splits need merging (more than one sorted run) when read with the newer schema
+    let mut second: Vec<String> = Vec::new();
+    for t in tables
+        .iter_mut()
+        .filter(|t| t.special == Special::AddColumn)
+    {
+        if t.primary_key {
+            writer.upsert(t, [0, 6], 1);
+        } else {
+            writer.append(t, [20, 21], 1);
+        }
+        second.push(t.path());
+    }
+    let names: Vec<&str> = second.iter().map(String::as_str).collect();
+    writer
+        .fluss
+        .tier(&names)
+        .expect("tiering covers the second round");
+
+    // the tails
+    for t in tables.iter_mut().filter(|t| t.tiering == Tiering::Tail) {
+        match t.special {
+            Special::AddColumn => add_column(&mut writer, t, &format, &mut failures),
+            Special::ExpiredPartition => {
+                let expired = t.partitions[0].clone();
+                writer
+                    .fluss
+                    .call(serde_json::json!({
+                        "cmd": "drop_partition", "table": t.path(), "spec": {"p": expired}
+                    }))
+                    .expect("drop partition");
+                writer.later(t);
+            }
+            _ => writer.later(t),
+        }
+    }
+    // tables never tiered: created after the tiering service stopped
+    let mut never = Vec::new();
+    for t in tables.iter_mut().filter(|t| t.tiering == Tiering::Never) {
+        match create(writer.fluss, t) {
+            Ok(()) => {
+                writer.first(t);
+                writer.later(t);
+            }
+            Err(e) => never.push((t.name.clone(), e)),
+        }
+    }
+    for (name, e) in never {
+        let expected = format == "iceberg"
+            && (name.contains("_int_") || name.contains("_date_"))
+            && e.contains("Partition key only support string type for iceberg");
+        if expected {
+            tables.retain(|t| t.name != name);
+        } else {
+            failures.push(format!("{name}: the real cluster refused the table: {e}"));
+        }
+    }
+
+    // read everything
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let session = runtime.block_on(async {
+        let source = ClusterSource::connect(ClusterOptions {
+            bootstrap_servers: writer.fluss.bootstrap_servers().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("the cluster source connects to the real cluster");
+        FlussSession::new(Arc::new(source)).await.expect("session")
+    });
+    for t in &tables {
+        compare(writer.fluss, &runtime, &session, t, &mut failures);
+    }
+    failures
+}
+
+fn add_column(writer: &mut Writer<'_>, t: &mut Table, format: &str, failures: &mut Vec<String>) {
+    // rows of the old schema in the tail
+    if t.primary_key {
+        writer.upsert(t, [1, 11], 1);
+    } else {
+        writer.append(t, 10..13, 1);
+    }
+    let alter = format!(
+        "ALTER TABLE fc.db.{} ADD `{}` {}",
+        t.name, ADDED_COLUMN.name, ADDED_COLUMN.sql_type
+    );
+    match writer.fluss.sql(&alter) {
+        Ok(()) => {}
+        Err(e) if format == "iceberg" && e.0.contains("Unsupported table change") => {
+            // Fluss 0.9.1's IcebergLakeCatalog.alterTable takes options only
+            // (apache/fluss 5d1e18f1f adds columns later): the table keeps its schema.
+            return;
+        }
+        Err(e) => {
+            failures.push(format!("{}: {alter}: {e}", t.name));
+            return;
+        }
+    }
+    t.columns.push(ADDED_COLUMN);
+    t.model.add_column();
+    // rows of the new schema, updating keys in the lake and in the tail
+    if t.primary_key {
+        writer.upsert(t, [2, 11, 14], 2);
+        writer.delete(t, [5]);
+    } else {
+        writer.append(t, 13..16, 2);
+    }
+}
+
+/// Whether a bucket of `t` has neither rows in the log nor an offset in the lake.
+fn empty_bucket_without_lake(fluss: &mut RealFluss, t: &Table) -> bool {
+    let reply = fluss
+        .call(serde_json::json!({"cmd": "buckets", "table": t.path()}))
+        .unwrap_or_else(|e| panic!("buckets of {}: {e}", t.name));
+    reply["buckets"].as_array().is_some_and(|buckets| {
+        buckets
+            .iter()
+            .any(|b| b["end_offset"] == serde_json::json!(0) && b["lake_offset"].is_null())
+    })
+}
+
+fn ours(
+    runtime: &tokio::runtime::Runtime,
+    session: &FlussSession,
+    sql: &str,
+) -> Result<(Vec<String>, Rows), String> {
+    runtime
+        .block_on(session.execute(sql))
+        .map(|b| canonical::rows(&b))
+        .map_err(|e| e.to_string())
+}
+
+fn show(rows: &Rows) -> String {
+    rows.iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| c.as_deref().unwrap_or("NULL"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
+fn expect_same(failures: &mut Vec<String>, what: String, got: Rows, want: Rows) {
+    let (got, want) = (sorted(got), sorted(want));
+    if got != want {
+        failures.push(format!(
+            "{what}:\n got ({} rows)\n  {}\n want ({} rows)\n  {}",
+            got.len(),
+            show(&got),
+            want.len(),
+            show(&want)
+        ));
+    }
+}
+
+/// Every read of one table: the union read against Flink's and the model, `t$lake`
+/// against Flink's, and filters, projections, LIMIT and count(*) against the model.
+fn compare(
+    fluss: &mut RealFluss,
+    runtime: &tokio::runtime::Runtime,
+    session: &FlussSession,
+    t: &Table,
+    failures: &mut Vec<String>,
+) {
+    let columns: Vec<String> = t.columns.iter().map(|c| format!("`{}`", c.name)).collect();
+    let select = columns.join(", ").replace('`', "\"");
+    let want = t.model.rows();
+
+    // the union read
+    let union_sql = format!("SELECT {select} FROM db.{}", t.name);
+    match ours(runtime, session, &union_sql) {
+        Ok((_, got)) => expect_same(
+            failures,
+            format!("{}: union read vs the rows written", t.name),
+            got.clone(),
+            want.clone(),
+        ),
+        Err(e) => failures.push(format!("{}: {union_sql}: {e}", t.name)),
+    }
+    let flink_sql = format!("SELECT {} FROM fc.db.`{}`", columns.join(", "), t.name);
+    let not_oracle = t.flink_not_oracle.or_else(|| {
+        empty_bucket_without_lake(fluss, t).then_some(
+            "Fluss 0.9.1's Flink batch reader waits forever on a bucket with neither lake \
+             data nor log (fixed upstream by apache/fluss #2958)",
+        )
+    });
+    if not_oracle.is_none() {
+        match fluss.query(&flink_sql) {
+            Ok(flink) => {
+                expect_same(
+                    failures,
+                    format!("{}: Flink's union read vs the rows written", t.name),
+                    flink.clone(),
+                    want.clone(),
+                );
+                if let Ok((_, got)) = ours(runtime, session, &union_sql) {
+                    expect_same(
+                        failures,
+                        format!("{}: union read vs Flink's", t.name),
+                        got,
+                        flink,
+                    );
+                }
+            }
+            Err(e) => failures.push(format!("{}: Flink: {flink_sql}: {e}", t.name)),
+        }
+    }
+
+    // t$lake: the physical lake table, against Flink's (the lake's own connector)
+    let lake_ours = format!("SELECT * FROM db.\"{}$lake\"", t.name);
+    let lake_flink = format!("SELECT * FROM fc.db.`{}$lake`", t.name);
+    match (ours(runtime, session, &lake_ours), fluss.query(&lake_flink)) {
+        (Ok((names, got)), Ok(flink)) => {
+            expect_same(
+                failures,
+                format!("{}: t$lake vs Flink's (our columns {names:?})", t.name),
+                got,
+                flink,
+            );
+        }
+        (Err(e), Ok(flink)) => failures.push(format!(
+            "{}: {lake_ours}: {e} (Flink: {} rows)",
+            t.name,
+            flink.len()
+        )),
+        (Ok((_, got)), Err(e)) => {
+            if !got.is_empty() {
+                failures.push(format!(
+                    "{}: Flink's t$lake failed ({e}) but ours has {} rows",
+                    t.name,
+                    got.len()
+                ));
+            }
+        }
+        (Err(_), Err(_)) => {}
+    }
+
+    // count(*), filters, projection, LIMIT against the model
+    let checks: Vec<(String, Box<dyn Fn(&[Option<String>]) -> bool>)> = {
+        let score = t
+            .columns
+            .iter()
+            .position(|c| c.name == "score")
+            .expect("score");
+        let name = t
+            .columns
+            .iter()
+            .position(|c| c.name == "name")
+            .expect("name");
+        let mut v: Vec<(String, Box<dyn Fn(&[Option<String>]) -> bool>)> = vec![
+            (
+                "score > 40".to_string(),
+                Box::new(move |r: &[Option<String>]| {
+                    r[score]
+                        .as_deref()
+                        .and_then(|s| s.parse::<i64>().ok())
+                        .is_some_and(|s| s > 40)
+                }),
+            ),
+            (
+                "id = 3".to_string(),
+                Box::new(|r: &[Option<String>]| r[0].as_deref() == Some("3")),
+            ),
+            (
+                "name IS NULL OR score < 20".to_string(),
+                Box::new(move |r: &[Option<String>]| {
+                    r[name].is_none()
+                        || r[score]
+                            .as_deref()
+                            .and_then(|s| s.parse::<i64>().ok())
+                            .is_some_and(|s| s < 20)
+                }),
+            ),
+        ];
+        if t.partitioning != Partitioning::None {
+            let p = t.columns.iter().position(|c| c.name == "p").expect("p");
+            let value = t.partitions[1].clone();
+            let literal = match t.partitioning {
+                Partitioning::Int => value.clone(),
+                Partitioning::Date => format!("DATE '{value}'"),
+                _ => format!("'{value}'"),
+            };
+            v.push((
+                format!("p = {literal}"),
+                Box::new(move |r: &[Option<String>]| r[p].as_deref() == Some(value.as_str())),
+            ));
+        }
+        v
+    };
+    for (predicate, keep) in checks {
+        let sql = format!("SELECT {select} FROM db.{} WHERE {predicate}", t.name);
+        let expected: Rows = want.iter().filter(|r| keep(r)).cloned().collect();
+        match ours(runtime, session, &sql) {
+            Ok((_, got)) => expect_same(failures, format!("{}: {sql}", t.name), got, expected),
+            Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
+        }
+    }
+    let sql = format!("SELECT count(*) FROM db.{}", t.name);
+    match ours(runtime, session, &sql) {
+        Ok((_, got)) => {
+            let n = got.first().and_then(|r| r[0].clone());
+            if n != Some(want.len().to_string()) {
+                failures.push(format!("{}: {sql} = {n:?}, want {}", t.name, want.len()));
+            }
+        }
+        Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
+    }
+    let sql = format!("SELECT name, id FROM db.{}", t.name);
+    let expected: Rows = want
+        .iter()
+        .map(|r| vec![r[1].clone(), r[0].clone()])
+        .collect();
+    match ours(runtime, session, &sql) {
+        Ok((_, got)) => expect_same(failures, format!("{}: {sql}", t.name), got, expected),
+        Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
+    }
+    let sql = format!("SELECT {select} FROM db.{} LIMIT 4", t.name);
+    match ours(runtime, session, &sql) {
+        Ok((_, got)) => {
+            let mut pool = want.clone();
+            let fits = got.len() == want.len().min(4)
+                && got.iter().all(|r| match pool.iter().position(|w| w == r) {
+                    Some(i) => {
+                        pool.swap_remove(i);
+                        true
+                    }
+                    None => false,
+                });
+            if !fits {
+                failures.push(format!(
+                    "{}: {sql} gave rows not in the table:\n  {}",
+                    t.name,
+                    show(&got)
+                ));
+            }
+        }
+        Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
+    }
+}
