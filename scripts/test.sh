@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The project's test command: every test of every workspace crate (the fuzz corpora
-# replayed among them), the doctests, every benchmark once in test mode, every example.
+# replayed among them, the conformance tests against the real Fluss among them), the
+# doctests, every benchmark once in test mode, every example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/python/setup_venv.sh >/dev/null
 export FLUSS_REQUIRE_PYTHON="${FLUSS_REQUIRE_PYTHON:-1}"
+# The real Fluss (tests/real-fluss/: cluster, tiering service, Flink) the conformance
+# tests run against; Maven resolves it into ~/.m2 once.
+bash tests/real-fluss/setup.sh >/dev/null
+export FLUSS_REQUIRE_REAL_FLUSS="${FLUSS_REQUIRE_REAL_FLUSS:-1}"
 
 # One local S3-compatible server (moto, 127.0.0.1 only) for every test process; it
 # stops when this script exits, or by itself after 90 minutes.
