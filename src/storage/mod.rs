@@ -425,14 +425,18 @@ impl Storage {
 const DIRECT_READ_LIMIT: u64 = 1 << 20;
 
 /// Whether a location is an absolute path or a URL (else it is relative to a root).
+/// `file:/abs/path` is a URL too: Fluss writes local paths that way (Hadoop's
+/// `Path.toString` drops the empty authority), e.g. the offsets files of
+/// `laketable` znodes.
 pub(crate) fn is_absolute(path: &str) -> bool {
-    path.starts_with('/') || path.contains("://")
+    path.starts_with('/') || path.contains("://") || path.starts_with("file:")
 }
 
-/// The local path named by `location`, if it is a plain path or a `file:` URL.
+/// The local path named by `location`, if it is a plain path or a `file:` URL
+/// (`file:///abs`, `file:/abs`).
 fn local_path_of(location: &str) -> Option<PathBuf> {
-    if let Some(rest) = location.strip_prefix("file://") {
-        return Url::parse(&format!("file://{rest}"))
+    if location.starts_with("file:") {
+        return Url::parse(location)
             .ok()
             .and_then(|u| u.to_file_path().ok());
     }
@@ -457,6 +461,23 @@ pub fn redact(location: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_urls_name_local_paths_with_or_without_an_authority() {
+        for location in [
+            "file:///tmp/a/b.offsets",
+            "file:/tmp/a/b.offsets",
+            "/tmp/a/b.offsets",
+        ] {
+            assert!(is_absolute(location), "{location}");
+            assert_eq!(
+                local_path_of(location),
+                Some(PathBuf::from("/tmp/a/b.offsets")),
+                "{location}"
+            );
+        }
+        assert!(!is_absolute("remote/lake/x.offsets"));
+    }
 
     #[test]
     fn redacts_credentials() {
