@@ -121,6 +121,12 @@ impl LakeLocation {
     /// The lake of `table` from its `table.datalake.<format>.*` properties, with the
     /// warehouse passed through `resolve` (a LocalStore resolves relative paths against
     /// its root) and the source's `extra` options over the table's.
+    ///
+    /// A table without a warehouse property takes the source's `warehouse` option: a
+    /// real cluster keeps the lake catalog options in its own configuration
+    /// (`datalake.<format>.*`) and adds them to a table's properties only when it
+    /// serves them (`TableRegistration.toTableInfo`), so the registrations it stores in
+    /// ZooKeeper, copied into a LocalStore, name no warehouse.
     pub fn of_table(
         table: &FlussTable,
         extra: &HashMap<String, String>,
@@ -133,11 +139,12 @@ impl LakeLocation {
         let format = LakeFormat::of(&format);
         let name = format.name();
         let mut options = lake_catalog_properties(table.info.get_properties(), name);
-        let warehouse = match (options.get("warehouse"), format) {
+        let warehouse = match (options.get("warehouse").or(extra.get("warehouse")), format) {
             (Some(w), _) => resolve(w),
             (None, LakeFormat::Paimon | LakeFormat::Iceberg) => {
                 return Err(Error::invalid_input(format!(
-                    "table has no 'table.datalake.{name}.warehouse' property"
+                    "table has no 'table.datalake.{name}.warehouse' property (and the source \
+                     no 'warehouse' lake option)"
                 ))
                 .with_context("table", table.path.to_string()));
             }
