@@ -89,7 +89,16 @@ pub struct TestServer {
 impl TestServer {
     /// Binds `127.0.0.1:0` and starts serving `model` on the current Tokio runtime.
     pub async fn start(model: Arc<dyn ClusterModel>, config: ServerConfig) -> io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::start_at(SocketAddr::from(([127, 0, 0, 1], 0)), model, config).await
+    }
+
+    /// Like [`TestServer::start`], at `addr`: a server restarted where clients know it.
+    pub async fn start_at(
+        addr: SocketAddr,
+        model: Arc<dyn ClusterModel>,
+        config: ServerConfig,
+    ) -> io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
         let shared = Arc::new(Shared {

@@ -359,3 +359,23 @@ async fn an_unreachable_cluster_is_an_error_not_an_empty_catalog() {
         assert!(shown.contains(&bootstrap), "{sql}: {shown}");
     }
 }
+
+/// A tablet server that restarted closed the connections the source keeps for it:
+/// the next read does not fail on such an idle, closed connection but fetches again
+/// on a new one (a FetchLog is a read, safe to send twice), and answers in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_is_read_through_a_new_connection() {
+    let (_dir, store) = store().await;
+    let server = serve(&store, |_, _| Faults::default()).await;
+    let addr = server.addr();
+    let session = session(&server, None).await;
+    assert_eq!(row_count(&session, ALL_T).await, 7);
+    assert_eq!(row_count(&session, ALL_TWO).await, 8);
+    drop(server);
+    let model = load_local_store(&store).await.expect("the store loads");
+    let _restarted = TestServer::start_at(addr, Arc::new(model), ServerConfig::default())
+        .await
+        .expect("the server starts again at its address");
+    assert_eq!(row_count(&session, ALL_T).await, 7);
+    assert_eq!(row_count(&session, ALL_TWO).await, 8);
+}

@@ -127,6 +127,17 @@ impl TabletConnection {
             )
             .with_context("server", &self.address));
         }
+        if closed_by_peer(stream.get_ref()).await {
+            // The server closed the connection while it was idle (it restarted):
+            // nothing was sent, and the caller may send on a new connection.
+            self.broken.store(true, Ordering::Relaxed);
+            return Err(Error::new(
+                ErrorKind::Cluster,
+                "the tablet server closed the connection while it was idle",
+            )
+            .with_context("server", &self.address)
+            .with_context(IDLE_CLOSED, true));
+        }
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
         // A request dropped after its write leaves a whole answer, which the next
         // read skips; one dropped while reading may leave half of one.
@@ -139,9 +150,10 @@ impl TabletConnection {
             Ok(answer) => answer.map_err(|e| e.with_context("server", &self.address)),
             Err(_) => Err(Error::new(
                 ErrorKind::Cluster,
-                format!("the Fluss tablet server did not answer within {timeout:?}"),
+                "the Fluss tablet server did not answer in time",
             )
-            .with_context("server", &self.address)),
+            .with_context("server", &self.address)
+            .with_context("timeout", format!("{timeout:?}"))),
         };
         // Only a whole answer leaves the stream at a frame boundary: a success, or an
         // error frame the server sent (it carries its code). A socket error (the server
@@ -160,6 +172,21 @@ impl TabletConnection {
     }
 }
 
+/// The context key of an error that says a connection was found closed before the
+/// request was sent (so sending it on a new connection sends it once).
+const IDLE_CLOSED: &str = "closed_while_idle";
+
+/// Whether the peer closed `stream` (end of stream or a reset waiting to be read),
+/// without waiting and without consuming anything: bytes waiting to be read (an
+/// answer a dropped request left) mean it is open.
+async fn closed_by_peer(stream: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(Duration::ZERO, stream.peek(&mut byte)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
 /// What one bucket read fetches.
 #[derive(Debug, Clone)]
 pub(crate) struct BucketFetch {
@@ -175,6 +202,9 @@ pub(crate) struct BucketFetch {
     /// The batch filter sent with every fetch, with the schema id it names fields of;
     /// the server then leaves out batches that cannot match, so answers have gaps.
     pub filter: Option<(wire::PbPredicate, i32)>,
+    /// Credentials for a new connection to the same server, when the one given was
+    /// closed while idle.
+    pub credentials: Option<PlainCredentials>,
 }
 
 /// A bounded read of one bucket over FetchLog.
@@ -269,11 +299,29 @@ impl BucketFetchReader {
                 }],
             }],
         };
-        let response: wire::FetchLogResponse = self
+        let timeout = self.fetch.request_timeout;
+        let response: wire::FetchLogResponse = match self
             .connection
-            .request(api_key::FETCH_LOG, &request, self.fetch.request_timeout)
+            .request(api_key::FETCH_LOG, &request, timeout)
             .await
-            .map_err(|e| e.with_context("fetch_offset", position))?;
+        {
+            Err(e) if e.context_value(IDLE_CLOSED).is_some() => {
+                // nothing was sent: send it on a new connection to the same server
+                self.connection = Arc::new(
+                    TabletConnection::connect(
+                        &self.connection.address,
+                        self.fetch.credentials.as_ref(),
+                        timeout,
+                    )
+                    .await?,
+                );
+                self.connection
+                    .request(api_key::FETCH_LOG, &request, timeout)
+                    .await
+            }
+            answer => answer,
+        }
+        .map_err(|e| e.with_context("fetch_offset", position))?;
         let bucket = response
             .tables_resp
             .into_iter()
@@ -299,6 +347,13 @@ impl BucketFetchReader {
                 ))
                 .with_context("server", &self.connection.address)
                 .with_source(error);
+            } else if code == error_code::UNKNOWN_TABLE_OR_BUCKET {
+                // the server does not know the table id the query planned with
+                error = error.with_context(
+                    "hint",
+                    "the table was dropped (or created again) since the query was planned, \
+                     or the bucket's leader moved; retry the query",
+                );
             } else if is_leadership_change(code) {
                 error = error.with_context(
                     "hint",

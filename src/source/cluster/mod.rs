@@ -547,6 +547,7 @@ impl FlussSource for ClusterSource {
             request_timeout: self.request_timeout,
             storage_options: self.storage_options.clone(),
             filter,
+            credentials: self.credentials(),
         };
         let reader = BucketFetchReader::new(connection, fetch, cursor);
         Ok(super::bucket_stream(reader, table, bucket.bucket))
