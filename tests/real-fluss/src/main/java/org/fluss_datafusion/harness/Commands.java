@@ -102,6 +102,9 @@ final class Commands implements AutoCloseable {
                 case "write":
                     reply.put("rows", write(command));
                     break;
+                case "load":
+                    reply.put("rows", load(command));
+                    break;
                 case "create_partition":
                     admin.createPartition(
                                     path(command),
@@ -271,9 +274,15 @@ final class Commands implements AutoCloseable {
         }
         ArrayNode rows = reply.putArray("rows");
         StringBuilder csv = new StringBuilder();
+        boolean countOnly = command.path("count_only").asBoolean(false);
+        long count = 0;
         try (CloseableIterator<Row> it = result.collect()) {
             while (it.hasNext()) {
                 Row row = it.next();
+                count++;
+                if (countOnly) {
+                    continue;
+                }
                 ArrayNode out = rows.addArray();
                 for (int i = 0; i < row.getArity(); i++) {
                     String v = Values.text(row.getField(i));
@@ -286,6 +295,7 @@ final class Commands implements AutoCloseable {
                 csv.append('\n');
             }
         }
+        reply.put("row_count", count);
         if (command.hasNonNull("csv")) {
             Files.writeString(Path.of(command.path("csv").asText()), csv, StandardCharsets.UTF_8);
         }
@@ -354,6 +364,63 @@ final class Commands implements AutoCloseable {
             }
             return rows.size();
         }
+    }
+
+    /**
+     * Rows from a text file through the Java client (bulk loads for benchmarks): one row
+     * per line, fields separated by {@code delimiter} (default tab) in column order, each
+     * in the JSON protocol's text form; an empty field is NULL. {@code op}: append or
+     * upsert.
+     */
+    private long load(JsonNode command) throws Exception {
+        TablePath path = path(command);
+        String op = command.path("op").asText("append");
+        String delimiter =
+                java.util.regex.Pattern.quote(command.path("delimiter").asText("\t"));
+        long rows = 0;
+        try (Table table = connection.getTable(path);
+                java.io.BufferedReader reader =
+                        Files.newBufferedReader(
+                                Path.of(command.path("file").asText()), StandardCharsets.UTF_8)) {
+            RowType rowType = table.getTableInfo().getRowType();
+            int width = rowType.getFieldCount();
+            AppendWriter append = op.equals("append") ? table.newAppend().createWriter() : null;
+            UpsertWriter upsert = op.equals("upsert") ? table.newUpsert().createWriter() : null;
+            if (append == null && upsert == null) {
+                throw new IllegalArgumentException("op must be append or upsert");
+            }
+            String line;
+            while ((line = reader.readLine()) != null) {
+                String[] fields = line.split(delimiter, -1);
+                if (fields.length < width) {
+                    throw new IllegalArgumentException(
+                            "line " + (rows + 1) + " has " + fields.length + " fields, not " + width);
+                }
+                GenericRow row = new GenericRow(width);
+                for (int i = 0; i < width; i++) {
+                    if (!fields[i].isEmpty()) {
+                        row.setField(
+                                i,
+                                Values.internal(
+                                        rowType.getTypeAt(i),
+                                        com.fasterxml.jackson.databind.node.TextNode.valueOf(
+                                                fields[i])));
+                    }
+                }
+                if (append != null) {
+                    append.append(row);
+                } else {
+                    upsert.upsert(row);
+                }
+                rows++;
+            }
+            if (append != null) {
+                append.flush();
+            } else {
+                upsert.flush();
+            }
+        }
+        return rows;
     }
 
     // ------------------------------------------------------------------ offsets and tiering

@@ -68,6 +68,9 @@ public final class Harness {
         conf.set(ConfigOptions.KV_SNAPSHOT_INTERVAL, Duration.ofHours(1));
         // two replicas: a stopped tablet server hands its buckets to the other
         conf.set(ConfigOptions.DEFAULT_REPLICATION_FACTOR, 2);
+        // A write is acknowledged once the follower has fetched it (acks=all), and a
+        // follower's fetch waits up to this long for data (default 500 ms per write).
+        conf.setString("log.replica.fetch.wait-max-time", "10ms");
         // small segments, so remote-log and retention cases need few rows
         conf.setString("log.segment.file-size", "1mb");
         conf.setString("remote.log.task-interval-duration", "1s");
@@ -182,7 +185,11 @@ public final class Harness {
             }
             JsonNode command = JSON.readTree(line);
             log.println("== command " + line);
+            long start = System.nanoTime();
             ObjectNode reply = harness.commands.run(command);
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            reply.put("millis", millis);
+            log.println("== done in " + millis + " ms");
             protocol.println(JSON.writeValueAsString(reply));
             if ("shutdown".equals(command.path("cmd").asText())) {
                 break;
