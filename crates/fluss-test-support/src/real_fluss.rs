@@ -246,6 +246,101 @@ impl RealFluss {
             .map(|r| r["snapshots"].clone())
     }
 
+    /// Copies what the cluster holds into a LocalStore layout at `root` (DESIGN.md
+    /// "LocalStore"): every znode under `/metadata/databases` and each table's
+    /// `laketable` znode as `zk/<path>.json` (the data Fluss wrote, unchanged), and the
+    /// `.log` segments each bucket's replica on the tablet servers holds (the larger
+    /// copy of the two) under `data/`. The lake warehouse and the offsets files stay
+    /// where the cluster wrote them: metadata names them by absolute path.
+    pub fn copy_to_local_store(&mut self, root: &Path) -> Result<(), HarnessError> {
+        let io = |what: &str, e: std::io::Error| HarnessError(format!("{what}: {e}"));
+        let zk_root = self.zk_root()?;
+        let mut stack = vec!["/metadata/databases".to_string()];
+        let mut table_ids = Vec::new();
+        while let Some(node) = stack.pop() {
+            let full = format!("{zk_root}{node}");
+            let data = self.call(json!({"cmd": "zk_get", "path": full}))?;
+            if let Some(text) = data["data"].as_str().filter(|t| !t.is_empty()) {
+                let file = root.join(format!("zk{node}.json"));
+                if let Some(dir) = file.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| io("mkdir", e))?;
+                }
+                std::fs::write(&file, text).map_err(|e| io("write znode", e))?;
+                // a table registration names its table id
+                if let Ok(v) = serde_json::from_str::<Value>(text)
+                    && node.matches('/').count() == 5
+                    && node.contains("/tables/")
+                    && let Some(id) = v["table_id"].as_i64()
+                {
+                    table_ids.push(id);
+                }
+            }
+            let children = self.call(json!({"cmd": "zk_children", "path": full}))?;
+            for child in children["children"].as_array().into_iter().flatten() {
+                if let Some(c) = child.as_str() {
+                    stack.push(format!("{node}/{c}"));
+                }
+            }
+        }
+        for id in table_ids {
+            let node = format!("/tabletservers/tables/{id}/laketable");
+            if let Ok(data) =
+                self.call(json!({"cmd": "zk_get", "path": format!("{zk_root}{node}")}))
+                && let Some(text) = data["data"].as_str()
+            {
+                let file = root.join(format!("zk{node}.json"));
+                std::fs::create_dir_all(file.parent().unwrap_or(root))
+                    .map_err(|e| io("mkdir", e))?;
+                std::fs::write(&file, text).map_err(|e| io("write znode", e))?;
+            }
+        }
+        // segments: <server data dir>/<db>/<table>-<id>/[<partition>-p<id>/]log-<bucket>/
+        let mut best: std::collections::BTreeMap<PathBuf, (u64, PathBuf)> = Default::default();
+        for server in 0..2 {
+            let reply = self.call(json!({"cmd": "tablet_server_dir", "id": server}))?;
+            let Some(dir) = reply["dir"].as_str().map(PathBuf::from) else {
+                continue;
+            };
+            for log_dir in log_dirs(&dir).map_err(|e| io("list segments", e))? {
+                let relative = log_dir.strip_prefix(&dir).unwrap_or(&log_dir).to_path_buf();
+                let size = segment_bytes(&log_dir).map_err(|e| io("size segments", e))?;
+                let entry = best.entry(relative).or_insert((0, log_dir.clone()));
+                if size >= entry.0 {
+                    *entry = (size, log_dir);
+                }
+            }
+        }
+        for (relative, (_, from)) in best {
+            let to = root.join("data").join(relative);
+            std::fs::create_dir_all(&to).map_err(|e| io("mkdir", e))?;
+            for entry in std::fs::read_dir(&from).map_err(|e| io("list segments", e))? {
+                let path = entry.map_err(|e| io("list segments", e))?.path();
+                if path.extension().is_some_and(|x| x == "log") {
+                    std::fs::copy(&path, to.join(path.file_name().unwrap_or_default()))
+                        .map_err(|e| io("copy a segment", e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The ZooKeeper root Fluss keeps its znodes under (`zookeeper.path.root`).
+    fn zk_root(&mut self) -> Result<String, HarnessError> {
+        let top = self.call(json!({"cmd": "zk_children", "path": "/"}))?;
+        let has = |name: &str| {
+            top["children"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|x| x.as_str() == Some(name)))
+        };
+        if has("metadata") {
+            Ok(String::new())
+        } else if has("fluss") {
+            Ok("/fluss".to_string())
+        } else {
+            Err(HarnessError(format!("no Fluss znodes in ZooKeeper: {top}")))
+        }
+    }
+
     /// Asks the harness to stop and waits for it.
     pub fn shutdown(&mut self) {
         if self.stdin.is_some() {
@@ -274,4 +369,37 @@ fn text(v: &Value, key: &str) -> Result<String, HarnessError> {
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| HarnessError(format!("the harness did not say its {key}")))
+}
+
+/// The `log-<bucket>` directories under a tablet server's data directory.
+fn log_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let path = entry?.path();
+            if !path.is_dir() {
+                continue;
+            }
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.starts_with("log-") {
+                found.push(path);
+            } else if !name.starts_with("kv-") && !name.starts_with("remote-log") {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The bytes of a bucket directory's `.log` segments.
+fn segment_bytes(dir: &Path) -> std::io::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "log") {
+            total += path.metadata()?.len();
+        }
+    }
+    Ok(total)
 }

@@ -133,13 +133,18 @@ pub fn values(id: i32, version: i32) -> Vec<Option<String>> {
     ]
 }
 
-/// What a table holds: log tables every appended row, primary-key tables one row per key.
+/// One change of a table's changelog: its partition, `_change_type`, row.
+pub type Change = (String, &'static str, Vec<Option<String>>);
+
+/// What a table holds: log tables every appended row, primary-key tables one row per
+/// key; and the changelog Fluss writes for the changes made.
 #[derive(Debug, Clone, Default)]
 pub struct Model {
     log: Vec<Vec<Option<String>>>,
     /// key (id, partition) -> row
     kv: BTreeMap<(i32, String), Vec<Option<String>>>,
     primary_key: bool,
+    changes: Vec<Change>,
 }
 
 impl Model {
@@ -150,13 +155,26 @@ impl Model {
         }
     }
 
-    pub fn append(&mut self, row: Vec<Option<String>>) {
+    pub fn append(&mut self, partition: String, row: Vec<Option<String>>) {
+        self.changes.push((partition, "insert", row.clone()));
         self.log.push(row);
+    }
+
+    /// The changes an upsert of `row` makes: an insert, or the old and the new image.
+    fn replace(&mut self, key: (i32, String), row: Vec<Option<String>>) {
+        let partition = key.1.clone();
+        match self.kv.insert(key, row.clone()) {
+            Some(old) => {
+                self.changes.push((partition.clone(), "update_before", old));
+                self.changes.push((partition, "update_after", row));
+            }
+            None => self.changes.push((partition, "insert", row)),
+        }
     }
 
     /// `row` holds every column; `key` is (id, partition value).
     pub fn upsert(&mut self, key: (i32, String), row: Vec<Option<String>>) {
-        self.kv.insert(key, row);
+        self.replace(key, row);
     }
 
     /// A partial update: only the columns at `positions` take `row`'s values.
@@ -167,14 +185,21 @@ impl Model {
         positions: &[usize],
         row: &[Option<String>],
     ) {
-        let entry = self.kv.entry(key).or_insert_with(|| vec![None; width]);
+        let mut merged = self
+            .kv
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| vec![None; width]);
         for (&p, v) in positions.iter().zip(row) {
-            entry[p] = v.clone();
+            merged[p] = v.clone();
         }
+        self.replace(key, merged);
     }
 
     pub fn delete(&mut self, key: &(i32, String)) {
-        self.kv.remove(key);
+        if let Some(old) = self.kv.remove(key) {
+            self.changes.push((key.1.clone(), "delete", old));
+        }
     }
 
     /// Widens every row by a NULL column (ALTER TABLE … ADD COLUMN).
@@ -182,6 +207,14 @@ impl Model {
         for row in self.log.iter_mut().chain(self.kv.values_mut()) {
             row.push(None);
         }
+        for (_, _, row) in &mut self.changes {
+            row.push(None);
+        }
+    }
+
+    /// The partition left Fluss (its rows stay in the lake; its log is gone).
+    pub fn drop_partition_log(&mut self, partition: &str) {
+        self.changes.retain(|(p, _, _)| p != partition);
     }
 
     pub fn rows(&self) -> Rows {
@@ -190,5 +223,17 @@ impl Model {
         } else {
             self.log.clone()
         }
+    }
+
+    /// The changelog as rows of `_change_type` then the columns.
+    pub fn changelog(&self) -> Rows {
+        self.changes
+            .iter()
+            .map(|(_, kind, row)| {
+                let mut r = vec![Some(kind.to_string())];
+                r.extend(row.iter().cloned());
+                r
+            })
+            .collect()
     }
 }

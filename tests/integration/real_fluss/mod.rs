@@ -20,6 +20,7 @@
 
 mod canonical;
 mod data;
+mod faults;
 mod scenario;
 
 use std::sync::Mutex;
@@ -54,4 +55,16 @@ fn paimon_union_reads_match_flink() {
 #[test]
 fn iceberg_union_reads_match_flink() {
     run("iceberg");
+}
+
+/// A tablet server stopped during a read, the coordinator restarted, a table dropped
+/// and created again between planning and execution (`faults.rs`).
+#[test]
+fn faults_of_a_real_cluster_end_in_the_full_answer_or_a_named_error() {
+    if !RealFluss::available("paimon") {
+        return;
+    }
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut fluss = RealFluss::start("paimon", 900).expect("the real-Fluss harness starts");
+    faults::run(&mut fluss);
 }

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use fluss_datafusion::source::{ClusterOptions, ClusterSource};
+use std::collections::HashMap;
+
+use fluss_datafusion::source::{ClusterOptions, ClusterSource, LocalStore, LocalStoreOptions};
 use fluss_datafusion::sql::FlussSession;
 use fluss_test_support::real_fluss::RealFluss;
 use serde_json::Value;
@@ -88,11 +90,11 @@ impl Table {
         };
         let flink_not_oracle = if primary_key && format == "iceberg" {
             Some("Flink cannot batch-read Iceberg primary-key tables (apache/fluss #3048)")
-        } else if primary_key && tiering == Tiering::Never {
+        } else if tiering == Tiering::Never {
             Some(
-                "Fluss 0.9.1's Flink batch reader refuses a primary-key table without a lake \
-                 snapshot (FlinkSourceEnumerator: 'Batch mode can only be supported if one \
-                 lake snapshot exists'; gone upstream)",
+                "Fluss 0.9.1's Flink batch reader refuses a lake-enabled table without a lake \
+                 snapshot (FlinkSourceEnumerator.startInBatchMode: 'Batch mode can only be \
+                 supported if one lake snapshot exists'; gone upstream)",
             )
         } else if primary_key && special == Special::AddColumn {
             Some(
@@ -127,6 +129,10 @@ impl Table {
         }
     }
 
+    fn has_bucket_key(&self) -> bool {
+        self.primary_key || matches!(self.special, Special::BucketKey | Special::Sparse)
+    }
+
     fn path(&self) -> String {
         format!("db.{}", self.name)
     }
@@ -155,7 +161,7 @@ impl Table {
             "'table.datalake.enabled' = 'true'".to_string(),
             "'table.datalake.freshness' = '500ms'".to_string(),
         ];
-        if !self.primary_key && matches!(self.special, Special::BucketKey | Special::Sparse) {
+        if !self.primary_key && self.has_bucket_key() {
             options.push("'bucket.key' = 'id'".to_string());
         }
         if self.special == Special::AutoPartition {
@@ -223,14 +229,15 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn append(&mut self, t: &mut Table, ids: impl IntoIterator<Item = i32>, version: i32) {
-        let rows: Vec<_> = ids.into_iter().map(|id| t.row(id, version)).collect();
+        let ids: Vec<i32> = ids.into_iter().collect();
+        let rows: Vec<_> = ids.iter().map(|&id| t.row(id, version)).collect();
         let all: Vec<&Column> = t.columns.iter().collect();
         let json = rows.iter().map(|r| t.json_row(r, &all)).collect();
         self.fluss
             .write(&t.path(), "append", None, json)
             .unwrap_or_else(|e| panic!("append to {}: {e}", t.name));
-        for r in rows {
-            t.model.append(r);
+        for (id, r) in ids.into_iter().zip(rows) {
+            t.model.append(t.partition_of(id), r);
         }
     }
 
@@ -255,7 +262,7 @@ impl Writer<'_> {
         let json = ids
             .iter()
             .map(|&id| {
-                let row = vec![Some(id.to_string()), Some(t.partition_of(id))];
+                let row = [Some(id.to_string()), Some(t.partition_of(id))];
                 t.json_row(&row[..keys.len()], &keys)
             })
             .collect();
@@ -308,9 +315,52 @@ impl Writer<'_> {
         };
         if t.primary_key {
             self.upsert(t, ids, 0);
-        } else {
+        } else if t.has_bucket_key() {
             self.append(t, ids, 0);
+        } else {
+            // Without a bucket key the client puts a whole batch in one bucket (the
+            // next batch in another): one row per batch, then more until every bucket
+            // has rows, so that no bucket is left without lake data and without log
+            // (Fluss 0.9.1's Flink reader waits forever on one, apache/fluss #2958).
+            for id in ids {
+                self.append(t, [id], 0);
+            }
+            self.fill_empty_buckets(t);
         }
+    }
+
+    /// Appends rows (ids from 1000, one per batch) into partitions with empty buckets
+    /// until every bucket has rows.
+    fn fill_empty_buckets(&mut self, t: &mut Table) {
+        let mut next = 1000;
+        for _ in 0..40 {
+            let reply = self
+                .fluss
+                .call(serde_json::json!({"cmd": "buckets", "table": t.path()}))
+                .unwrap_or_else(|e| panic!("buckets of {}: {e}", t.name));
+            let empty = reply["buckets"].as_array().and_then(|buckets| {
+                buckets
+                    .iter()
+                    .map(|b| (b, b["partition"].as_str().unwrap_or("").to_string()))
+                    .find(|(b, p)| {
+                        // partitions the table's rows can reach (an auto-partitioned
+                        // table may have created more)
+                        b["end_offset"] == serde_json::json!(0)
+                            && (t.partitioning == Partitioning::None || t.partitions.contains(p))
+                    })
+                    .map(|(_, p)| p)
+            });
+            let Some(partition) = empty else {
+                return;
+            };
+            // an id whose row lands in that partition
+            while t.partition_of(next) != partition {
+                next += 1;
+            }
+            self.append(t, [next], 0);
+            next += 1;
+        }
+        panic!("{}: some bucket stayed empty after 40 rows", t.name);
     }
 
     /// The later changes: appends, or upserts, deletes, a delete then re-insert and
@@ -510,6 +560,7 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
                         "cmd": "drop_partition", "table": t.path(), "spec": {"p": expired}
                     }))
                     .expect("drop partition");
+                t.model.drop_partition_log(&expired);
                 writer.later(t);
             }
             _ => writer.later(t),
@@ -553,9 +604,78 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
         FlussSession::new(Arc::new(source)).await.expect("session")
     });
     for t in &tables {
-        compare(writer.fluss, &runtime, &session, t, &mut failures);
+        compare(
+            writer.fluss,
+            &runtime,
+            &session,
+            t,
+            Reference::Flink,
+            &mut failures,
+        );
+    }
+
+    // The same files read as a LocalStore: the metadata and log segments the real
+    // cluster wrote copied into the LocalStore layout (the lakes stay where tiering
+    // wrote them), read with the LocalStore's own codec and planner.
+    let copy = tempfile::tempdir().expect("temp dir");
+    writer
+        .fluss
+        .copy_to_local_store(copy.path())
+        .expect("the cluster's files copy into a LocalStore layout");
+    // What a real cluster keeps in its own configuration rather than in each table's
+    // registration (`datalake.format`, `datalake.<format>.*`) is the store's options.
+    let options = LocalStoreOptions {
+        datalake_format: format.clone(),
+        lake_options: HashMap::from([
+            (
+                "warehouse".to_string(),
+                writer.fluss.warehouse().to_string(),
+            ),
+            (
+                if format == "paimon" {
+                    "metastore"
+                } else {
+                    "type"
+                }
+                .to_string(),
+                if format == "paimon" {
+                    "filesystem"
+                } else {
+                    "hadoop"
+                }
+                .to_string(),
+            ),
+        ]),
+        ..LocalStoreOptions::default()
+    };
+    let local = runtime.block_on(async {
+        let store = LocalStore::open_with_options(&copy.path().to_string_lossy(), options)
+            .await
+            .expect("the copied store opens");
+        FlussSession::new(Arc::new(store)).await.expect("session")
+    });
+    for t in &tables {
+        let mut found = Vec::new();
+        compare(
+            writer.fluss,
+            &runtime,
+            &local,
+            t,
+            Reference::Session(&session),
+            &mut found,
+        );
+        failures.extend(found.into_iter().map(|f| format!("[LocalStore copy] {f}")));
     }
     failures
+}
+
+/// What `t$lake` and the union read are compared with besides the model.
+#[derive(Clone, Copy)]
+enum Reference<'a> {
+    /// Flink's union read and `t$lake` (queries to the harness).
+    Flink,
+    /// Another session's answers (the cluster source, already compared with Flink).
+    Session(&'a FlussSession),
 }
 
 fn add_column(writer: &mut Writer<'_>, t: &mut Table, format: &str, failures: &mut Vec<String>) {
@@ -591,6 +711,9 @@ fn add_column(writer: &mut Writer<'_>, t: &mut Table, format: &str, failures: &m
         writer.append(t, 13..16, 2);
     }
 }
+
+/// Which rows of the model a predicate keeps.
+type RowFilter = Box<dyn Fn(&[Option<String>]) -> bool>;
 
 /// Whether a bucket of `t` has neither rows in the log nor an offset in the lake.
 fn empty_bucket_without_lake(fluss: &mut RealFluss, t: &Table) -> bool {
@@ -647,6 +770,7 @@ fn compare(
     runtime: &tokio::runtime::Runtime,
     session: &FlussSession,
     t: &Table,
+    reference: Reference<'_>,
     failures: &mut Vec<String>,
 ) {
     let columns: Vec<String> = t.columns.iter().map(|c| format!("`{}`", c.name)).collect();
@@ -666,12 +790,15 @@ fn compare(
     }
     let flink_sql = format!("SELECT {} FROM fc.db.`{}`", columns.join(", "), t.name);
     let not_oracle = t.flink_not_oracle.or_else(|| {
+        if !matches!(reference, Reference::Flink) {
+            return None;
+        }
         empty_bucket_without_lake(fluss, t).then_some(
             "Fluss 0.9.1's Flink batch reader waits forever on a bucket with neither lake \
              data nor log (fixed upstream by apache/fluss #2958)",
         )
     });
-    if not_oracle.is_none() {
+    if not_oracle.is_none() && matches!(reference, Reference::Flink) {
         match fluss.query(&flink_sql) {
             Ok(flink) => {
                 expect_same(
@@ -696,11 +823,18 @@ fn compare(
     // t$lake: the physical lake table, against Flink's (the lake's own connector)
     let lake_ours = format!("SELECT * FROM db.\"{}$lake\"", t.name);
     let lake_flink = format!("SELECT * FROM fc.db.`{}$lake`", t.name);
-    match (ours(runtime, session, &lake_ours), fluss.query(&lake_flink)) {
+    let lake_reference = match reference {
+        Reference::Flink => fluss.query(&lake_flink).map_err(|e| e.to_string()),
+        Reference::Session(other) => ours(runtime, other, &lake_ours).map(|(_, rows)| rows),
+    };
+    match (ours(runtime, session, &lake_ours), lake_reference) {
         (Ok((names, got)), Ok(flink)) => {
             expect_same(
                 failures,
-                format!("{}: t$lake vs Flink's (our columns {names:?})", t.name),
+                format!(
+                    "{}: t$lake vs the reference's (our columns {names:?})",
+                    t.name
+                ),
                 got,
                 flink,
             );
@@ -713,7 +847,7 @@ fn compare(
         (Ok((_, got)), Err(e)) => {
             if !got.is_empty() {
                 failures.push(format!(
-                    "{}: Flink's t$lake failed ({e}) but ours has {} rows",
+                    "{}: the reference's t$lake failed ({e}) but ours has {} rows",
                     t.name,
                     got.len()
                 ));
@@ -723,7 +857,7 @@ fn compare(
     }
 
     // count(*), filters, projection, LIMIT against the model
-    let checks: Vec<(String, Box<dyn Fn(&[Option<String>]) -> bool>)> = {
+    let checks: Vec<(String, RowFilter)> = {
         let score = t
             .columns
             .iter()
@@ -734,7 +868,7 @@ fn compare(
             .iter()
             .position(|c| c.name == "name")
             .expect("name");
-        let mut v: Vec<(String, Box<dyn Fn(&[Option<String>]) -> bool>)> = vec![
+        let mut v: Vec<(String, RowFilter)> = vec![
             (
                 "score > 40".to_string(),
                 Box::new(move |r: &[Option<String>]| {
@@ -781,6 +915,21 @@ fn compare(
             Ok((_, got)) => expect_same(failures, format!("{}: {sql}", t.name), got, expected),
             Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
         }
+    }
+    // t$changelog: every change Fluss logged (the log is never cut here), as the model
+    // says the writes made them
+    let sql = format!(
+        "SELECT \"_change_type\", {select} FROM db.\"{}$changelog\"",
+        t.name
+    );
+    match ours(runtime, session, &sql) {
+        Ok((_, got)) => expect_same(
+            failures,
+            format!("{}: {sql}", t.name),
+            got,
+            t.model.changelog(),
+        ),
+        Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
     }
     let sql = format!("SELECT count(*) FROM db.{}", t.name);
     match ours(runtime, session, &sql) {
