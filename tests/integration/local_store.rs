@@ -600,3 +600,168 @@ async fn partitioned_tables_register_partitions_and_tier_them() {
         "two rows in 2024-01-01"
     );
 }
+
+/// Tiering creates the Paimon table Fluss 1.0 creates for a new table
+/// (apache/fluss `PaimonConversions.toPaimonSchema`, `setPaimonDefaultProperties`,
+/// `setFlussPropertyToPaimon`; `docs/reference/fluss-formats.md` §3.2): the table's
+/// columns only (no `__bucket`, `__offset`, `__timestamp`), and exactly these options:
+/// `partition.legacy-name=false` always; `bucket=-1` without a bucket key, else the
+/// bucket count and `bucket-key`; `changelog-producer=input` with a primary key;
+/// `paimon.X` as `X`; every other property but `table.datalake.paimon.*` as `fluss.*`.
+#[tokio::test]
+async fn tiering_creates_the_paimon_tables_fluss_1_0_creates() {
+    use std::collections::BTreeMap;
+    let (dir, store, _session) = fluss_test_support::local_store::store_from_sql(&[
+        "CREATE DATABASE db",
+        "CREATE TABLE db.nokey (id BIGINT, v STRING) PARTITIONED BY (v) \
+         WITH ('bucket.num' = '3', 'table.datalake.enabled' = 'true', \
+         'paimon.file.compression' = 'zstd')",
+        "INSERT INTO db.nokey VALUES (1, 'a')",
+        "CALL fluss.tier('db.nokey')",
+        "CREATE TABLE db.keyed (id BIGINT, v STRING) \
+         WITH ('bucket.num' = '2', 'bucket.key' = 'id', 'table.datalake.enabled' = 'true')",
+        "INSERT INTO db.keyed VALUES (1, 'a')",
+        "CALL fluss.tier('db.keyed')",
+        "CREATE TABLE db.pk (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '4', 'table.datalake.enabled' = 'true')",
+        "INSERT INTO db.pk VALUES (1, 'a')",
+        "CALL fluss.tier('db.pk')",
+    ])
+    .await;
+    let lake = PaimonLake::open(&dir.path().join("lake/paimon").to_string_lossy()).unwrap();
+    for (name, expected) in [
+        (
+            "nokey",
+            vec![
+                ("bucket", "-1"),
+                ("file.compression", "zstd"),
+                ("partition.legacy-name", "false"),
+            ],
+        ),
+        (
+            "keyed",
+            vec![
+                ("bucket", "2"),
+                ("bucket-key", "id"),
+                ("partition.legacy-name", "false"),
+            ],
+        ),
+        (
+            "pk",
+            vec![
+                ("bucket", "4"),
+                ("bucket-key", "id"),
+                ("changelog-producer", "input"),
+                ("partition.legacy-name", "false"),
+            ],
+        ),
+    ] {
+        let table = lake.table("db", name).await.unwrap().expect("tiered");
+        let schema = table.schema();
+        let columns: Vec<&str> = schema.fields().iter().map(|f| f.name()).collect();
+        assert_eq!(columns, ["id", "v"], "{name}: a clean table");
+        let fluss_table = store.get_table(&TablePath::new("db", name)).await.unwrap();
+        let mut want: BTreeMap<String, String> = expected
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let info = &fluss_table.info;
+        for (key, value) in info
+            .get_properties()
+            .iter()
+            .chain(info.get_custom_properties())
+        {
+            if !key.starts_with("paimon.") && !key.starts_with("table.datalake.paimon.") {
+                want.insert(format!("fluss.{key}"), value.clone());
+            }
+        }
+        let got: BTreeMap<String, String> = schema
+            .options()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+/// Tiering creates the Iceberg table Fluss 1.0 creates for a new table (FIP-27,
+/// apache/fluss #4019; `docs/reference/fluss-formats.md` §3.3): the table's columns
+/// only, `identity(<partition keys>)` then `bucket(<bucket key>, N)` and no bucket field
+/// without a bucket key, unsorted, and the table's properties as `fluss.*` (plus the
+/// merge-on-read modes for primary keys).
+#[tokio::test]
+async fn tiering_creates_the_iceberg_tables_fluss_1_0_creates() {
+    use fluss_datafusion::lake::iceberg::IcebergLakeTable;
+    let (_dir, store, _session) = fluss_test_support::local_store::store_from_sql(&[
+        "CREATE DATABASE db",
+        "CREATE TABLE db.nokey (id BIGINT, v STRING) PARTITIONED BY (v) \
+         WITH ('bucket.num' = '3', 'table.datalake.enabled' = 'true', \
+         'table.datalake.format' = 'iceberg')",
+        "INSERT INTO db.nokey VALUES (1, 'a')",
+        "CALL fluss.tier('db.nokey')",
+        "CREATE TABLE db.pk (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '4', 'table.datalake.enabled' = 'true', \
+         'table.datalake.format' = 'iceberg')",
+        "INSERT INTO db.pk VALUES (1, 'a')",
+        "CALL fluss.tier('db.pk')",
+    ])
+    .await;
+    for (name, spec, merge_on_read) in [
+        ("nokey", vec!["identity(v)"], false),
+        ("pk", vec!["bucket[4](id)"], true),
+    ] {
+        let table = store.get_table(&TablePath::new("db", name)).await.unwrap();
+        let location = store.lake_location(&table).await.unwrap();
+        let lake = IcebergLakeTable::open(&location, &table)
+            .await
+            .unwrap()
+            .expect("tiered");
+        let metadata = lake.table().metadata();
+        let columns: Vec<String> = metadata
+            .current_schema()
+            .as_struct()
+            .fields()
+            .iter()
+            .map(|f| f.name.clone())
+            .collect();
+        assert_eq!(columns, ["id", "v"], "{name}: a clean table");
+        let schema = metadata.current_schema();
+        let fields: Vec<String> = metadata
+            .default_partition_spec()
+            .fields()
+            .iter()
+            .map(|f| {
+                let source = schema.field_by_id(f.source_id).expect("source column");
+                format!("{}({})", f.transform, source.name)
+            })
+            .collect();
+        assert_eq!(fields, spec, "{name}");
+        assert!(
+            metadata.default_sort_order().is_unsorted(),
+            "{name}: unsorted"
+        );
+        let properties = metadata.properties();
+        for (key, value) in table.info.get_properties() {
+            if key.starts_with("table.datalake.iceberg.") {
+                // the lake catalog's own options stay out (they may hold credentials)
+                assert!(
+                    !properties.contains_key(&format!("fluss.{key}")),
+                    "{name}: {key}"
+                );
+                continue;
+            }
+            assert_eq!(
+                properties.get(&format!("fluss.{key}")),
+                Some(value),
+                "{name}: fluss.{key}"
+            );
+        }
+        for mode in ["write.delete.mode", "write.update.mode", "write.merge.mode"] {
+            assert_eq!(
+                properties.get(mode).map(String::as_str),
+                merge_on_read.then_some("merge-on-read"),
+                "{name}: {mode}"
+            );
+        }
+    }
+}

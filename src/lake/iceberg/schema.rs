@@ -194,13 +194,25 @@ pub fn table_layout(table: &FlussTable, legacy: bool) -> Result<IcebergTableLayo
     } else {
         SortOrder::unsorted_order()
     };
-    let mut properties = HashMap::from([
-        ("write.format.default".to_string(), "parquet".to_string()),
-        (
-            "write.parquet.compression-codec".to_string(),
-            "zstd".to_string(),
-        ),
-    ]);
+    // As `IcebergLakeCatalog` sets them: every table and custom property, `iceberg.X`
+    // as `X` and every other key as `fluss.<key>`; merge-on-read modes for primary keys.
+    // Unlike Fluss, the lake catalog's own options (`table.datalake.iceberg.*`, which
+    // may hold credentials) stay out of the table's metadata file, as Fluss's Paimon
+    // tables leave out `table.datalake.paimon.*`.
+    let mut properties = HashMap::new();
+    for (key, value) in info
+        .get_properties()
+        .iter()
+        .chain(info.get_custom_properties())
+    {
+        if key.starts_with("table.datalake.iceberg.") {
+            continue;
+        }
+        match key.strip_prefix("iceberg.") {
+            Some(iceberg_key) => properties.insert(iceberg_key.to_string(), value.clone()),
+            None => properties.insert(format!("fluss.{key}"), value.clone()),
+        };
+    }
     if !pk.is_empty() {
         for key in ["write.delete.mode", "write.update.mode", "write.merge.mode"] {
             properties.insert(key.to_string(), "merge-on-read".to_string());

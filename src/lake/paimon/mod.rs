@@ -3,11 +3,13 @@
 //! [`LakeTable`] the provider plans and reads through.
 //!
 //! Conventions follow apache/fluss `PaimonLakeCatalog` / `PaimonConversions.toPaimonSchema`
-//! (`docs/reference/fluss-formats.md` §3.2): same database and table names, the Fluss
-//! columns with no system columns, `bucket` = bucket count with `bucket-key` (or `-1`
-//! without bucket key), primary key with `changelog-producer=input`,
-//! `partition.legacy-name=false`, `paimon.X` properties passed as `X` and every other
-//! property as `fluss.<key>`.
+//! as Fluss 1.0 creates new tables (`docs/reference/fluss-formats.md` §3.2): same
+//! database and table names, the Fluss columns with no system columns (FIP-27),
+//! `bucket` = bucket count with `bucket-key` (or `-1`, bucket-unaware, without bucket
+//! key), primary key with `changelog-producer=input`, `partition.legacy-name=false` on
+//! every table, `paimon.X` properties passed as `X` and every other property (but
+//! `table.datalake.paimon.*`) as `fluss.<key>`; nothing else (Paimon's default file
+//! format is parquet).
 
 use std::collections::HashMap;
 
@@ -141,10 +143,10 @@ pub fn paimon_schema(table: &FlussTable) -> Result<Schema> {
     }
     let partition_keys: Vec<String> = info.get_partition_keys().to_vec();
     if !partition_keys.is_empty() {
-        builder = builder
-            .partition_keys(partition_keys)
-            .option("partition.legacy-name", "false");
+        builder = builder.partition_keys(partition_keys);
     }
+    // set on every table (`PaimonConversions.setPaimonDefaultProperties`)
+    builder = builder.option("partition.legacy-name", "false");
     let bucket_keys = info.get_bucket_keys();
     if bucket_keys.is_empty() {
         builder = builder.option("bucket", "-1");
@@ -153,8 +155,12 @@ pub fn paimon_schema(table: &FlussTable) -> Result<Schema> {
             .option("bucket", info.get_num_buckets().to_string())
             .option("bucket-key", bucket_keys.join(","));
     }
-    builder = builder.option("file.format", "parquet");
-    for (key, value) in info.get_properties() {
+    // table and custom properties alike (`setFlussPropertyToPaimon` takes both)
+    for (key, value) in info
+        .get_properties()
+        .iter()
+        .chain(info.get_custom_properties())
+    {
         if let Some(paimon_key) = key.strip_prefix("paimon.") {
             builder = builder.option(paimon_key, value.clone());
         } else if !key.starts_with("table.datalake.paimon.") {
