@@ -122,6 +122,9 @@ final class Commands implements AutoCloseable {
                 case "tier":
                     tier(command, reply);
                     break;
+                case "stop_tiering":
+                    stopTiering();
+                    break;
                 case "offsets":
                     reply.set("offsets", offsets(path(command)));
                     break;
@@ -499,6 +502,7 @@ final class Commands implements AutoCloseable {
             targets.put(path, targets(path));
         }
         startTiering();
+        boolean keepRunning = command.path("keep_running").asBoolean(false);
         try {
             ObjectNode snapshots = reply.putObject("snapshots");
             long start = System.nanoTime();
@@ -510,13 +514,21 @@ final class Commands implements AutoCloseable {
                         e.getKey(), id, (System.nanoTime() - start) / 1e9);
             }
             reply.put("seconds", (System.nanoTime() - start) / 1e9);
-        } finally {
+        } catch (Exception e) {
+            stopTiering();
+            throw e;
+        }
+        if (!keepRunning) {
             stopTiering();
         }
     }
 
     private long waitCovered(TablePath path, Map<TableBucket, Long> targets, long deadline)
             throws Exception {
+        if (targets.values().stream().allMatch(offset -> offset == 0)) {
+            // nothing written: nothing to tier (and no snapshot will come)
+            return -1;
+        }
         String missing = "no lake snapshot";
         while (System.nanoTime() < deadline) {
             LakeSnapshot snapshot = latestLakeSnapshot(path);
@@ -561,7 +573,9 @@ final class Commands implements AutoCloseable {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(1);
         Configuration flussConf = new Configuration(cluster.clientConfig());
-        flussConf.setString("tiering.poll.table.interval", "500ms");
+        // the service asks for a table to tier this often: with many idle tables, a short
+        // interval brings the one that has rows sooner
+        flussConf.setString("tiering.poll.table.interval", "100ms");
         tieringJob =
                 LakeTieringJobBuilder.newBuilder(
                                 env,

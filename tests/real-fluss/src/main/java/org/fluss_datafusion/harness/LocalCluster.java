@@ -145,6 +145,10 @@ final class LocalCluster implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
+        if (zkClient != null) {
+            zkClient.close();
+            zkClient = null;
+        }
         for (TabletServer t : tablets.values()) {
             t.close();
         }
@@ -158,26 +162,26 @@ final class LocalCluster implements AutoCloseable {
 
     /** The data of a znode (null if it has none). */
     byte[] zkData(String path) throws Exception {
-        try (org.apache.curator.framework.CuratorFramework client = curator()) {
-            return client.getData().forPath(path);
-        }
+        return curator().getData().forPath(path);
     }
 
     /** The children of a znode. */
     java.util.List<String> zkChildren(String path) throws Exception {
-        try (org.apache.curator.framework.CuratorFramework client = curator()) {
-            return client.getChildren().forPath(path);
-        }
+        return curator().getChildren().forPath(path);
     }
 
+    private org.apache.curator.framework.CuratorFramework zkClient;
+
+    /** One ZooKeeper client for the harness's own reads, made on first use. */
     private org.apache.curator.framework.CuratorFramework curator() throws InterruptedException {
-        org.apache.curator.framework.CuratorFramework client =
-                org.apache.curator.framework.CuratorFrameworkFactory.newClient(
-                        "127.0.0.1:" + zkPort,
-                        new org.apache.curator.retry.RetryNTimes(3, 200));
-        client.start();
-        client.blockUntilConnected();
-        return client;
+        if (zkClient == null) {
+            zkClient =
+                    org.apache.curator.framework.CuratorFrameworkFactory.newClient(
+                            "127.0.0.1:" + zkPort, new org.apache.curator.retry.RetryNTimes(3, 200));
+            zkClient.start();
+            zkClient.blockUntilConnected();
+        }
+        return zkClient;
     }
 
     private static int freePort() throws IOException {
