@@ -10,10 +10,16 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+/// Longest wait for a harness to start (JVM, cluster, Flink mini cluster).
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Longest wait for a command without a `timeout_s` of its own.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The Fluss release the harness runs (the newest Maven Central serves here; see
 /// `tests/real-fluss/pom.xml`).
@@ -23,7 +29,9 @@ pub const FLUSS_VERSION: &str = "0.9.1-incubating";
 pub struct RealFluss {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    /// The harness's stdout, line by line, from a reader thread: every wait for an
+    /// answer is bounded, so a harness that hangs fails the test instead of hanging it.
+    lines: std::sync::mpsc::Receiver<std::io::Result<String>>,
     format: String,
     bootstrap_servers: String,
     warehouse: String,
@@ -104,17 +112,28 @@ impl RealFluss {
                 .take()
                 .ok_or_else(|| HarnessError("the harness has no stdout".to_string()))?,
         );
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("real-fluss-stdout".into())
+            .spawn(move || {
+                for line in stdout.lines() {
+                    if sender.send(line).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| HarnessError(format!("cannot start the reader thread: {e}")))?;
         let mut harness = Self {
             child,
             stdin,
-            stdout,
+            lines,
             format: format.to_string(),
             bootstrap_servers: String::new(),
             warehouse: String::new(),
             remote_data_dir: String::new(),
             work_dir,
         };
-        let ready = harness.read_line()?;
+        let ready = harness.read_line(READY_TIMEOUT)?;
         if ready["ready"] != json!(true) {
             return Err(HarnessError(format!(
                 "the harness did not start: {} (log: {})",
@@ -158,19 +177,28 @@ impl RealFluss {
         self.work_dir.path().join("harness.log")
     }
 
-    fn read_line(&mut self) -> Result<Value, HarnessError> {
-        let mut line = String::new();
-        let n = self
-            .stdout
-            .read_line(&mut line)
-            .map_err(|e| HarnessError(format!("reading from the harness: {e}")))?;
-        if n == 0 {
-            let status = self.child.try_wait().ok().flatten();
-            return Err(HarnessError(format!(
-                "the harness exited ({status:?}); its log: {}",
-                self.log_path().display()
-            )));
-        }
+    /// The next line of the harness as JSON, waiting at most `timeout`; a harness that
+    /// does not answer in time is killed.
+    fn read_line(&mut self, timeout: Duration) -> Result<Value, HarnessError> {
+        use std::sync::mpsc::RecvTimeoutError;
+        let line = match self.lines.recv_timeout(timeout) {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => return Err(HarnessError(format!("reading from the harness: {e}"))),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                return Err(HarnessError(format!(
+                    "the harness did not answer within {timeout:?} (killed); its log: {}",
+                    self.log_path().display()
+                )));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = self.child.try_wait().ok().flatten();
+                return Err(HarnessError(format!(
+                    "the harness exited ({status:?}); its log: {}",
+                    self.log_path().display()
+                )));
+            }
+        };
         serde_json::from_str(&line)
             .map_err(|e| HarnessError(format!("the harness answered '{line}': {e}")))
     }
@@ -185,7 +213,11 @@ impl RealFluss {
         writeln!(stdin, "{command}")
             .and_then(|_| stdin.flush())
             .map_err(|e| HarnessError(format!("writing to the harness: {e}")))?;
-        let reply = self.read_line()?;
+        // a command's own timeout (tiering, a query) and then some
+        let timeout = command["timeout_s"]
+            .as_u64()
+            .map_or(COMMAND_TIMEOUT, |s| Duration::from_secs(s + 60));
+        let reply = self.read_line(timeout)?;
         if reply["ok"] == json!(true) {
             Ok(reply)
         } else {
@@ -344,7 +376,8 @@ impl RealFluss {
     /// Asks the harness to stop and waits for it.
     pub fn shutdown(&mut self) {
         if self.stdin.is_some() {
-            let _ = self.call(json!({"cmd": "shutdown"}));
+            // (`timeout_s` bounds the wait for its answer)
+            let _ = self.call(json!({"cmd": "shutdown", "timeout_s": 20}));
             self.stdin = None;
         }
         for _ in 0..300 {
