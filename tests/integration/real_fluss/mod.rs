@@ -14,6 +14,10 @@
 //! #3048; and Paimon tables partitioned by a non-STRING type, whose lake splits
 //! Fluss 0.9.1's Flink reader names by `getString` — fixed upstream in `8cd8d1628`).
 //!
+//! After the matrix, the lakes the LocalStore's own tiering writes are read by
+//! Paimon's / Iceberg's own Flink connectors (`our_lakes.rs`), and the differential test's random operations run on the same cluster
+//! (`differential::run_against_real`, `FLUSS_REAL_DIFF_STEPS`, default 30).
+//!
 //! The harness runs the newest Fluss release Maven Central serves here
 //! ([`fluss_test_support::real_fluss::FLUSS_VERSION`]); without it set up
 //! (`tests/real-fluss/setup.sh`) the tests skip, unless `FLUSS_REQUIRE_REAL_FLUSS=1`.
@@ -21,6 +25,7 @@
 mod canonical;
 mod data;
 mod faults;
+mod our_lakes;
 mod scenario;
 
 use std::sync::Mutex;
@@ -37,7 +42,15 @@ fn run(format: &str) {
     }
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let mut fluss = RealFluss::start(format, 1500).expect("the real-Fluss harness starts");
-    let failures = scenario::run_matrix(&mut fluss);
+    let mut failures = scenario::run_matrix(&mut fluss);
+    // the lakes our own tiering writes, read by the format's own Java reader
+    failures.extend(our_lakes::check(&mut fluss));
+    // random writes, tierings and reads, every read against a model
+    let steps = std::env::var("FLUSS_REAL_DIFF_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    crate::differential::run_against_real(&mut fluss, steps);
     assert!(
         failures.is_empty(),
         "{} disagreement(s) with the real Fluss ({format}; harness log {}):\n{}",
