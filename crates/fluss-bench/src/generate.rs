@@ -48,7 +48,7 @@ impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
 pub const DATABASE: &str = "bench";
 
 /// Parts the TPC-H generators are split into; the tail share is rounded to 1 / PARTS.
-const PARTS: i32 = 100;
+pub(crate) const PARTS: i32 = 100;
 
 /// Rows gathered before one append (one log batch per bucket touched).
 const APPEND_ROWS: usize = 64 * 1024;
@@ -274,7 +274,7 @@ pub fn descriptor(
 }
 
 /// One TPC-H table's batches for generator part `part` (1-based) of [`PARTS`].
-fn part_batches(table: &str, sf: f64, part: i32) -> BenchResult<Vec<RecordBatch>> {
+pub(crate) fn part_batches(table: &str, sf: f64, part: i32) -> BenchResult<Vec<RecordBatch>> {
     let batches: Vec<RecordBatch> = match table {
         "lineitem" => LineItemArrow::new(LineItemGenerator::new(sf, part, PARTS))
             .with_batch_size(APPEND_ROWS)
@@ -309,7 +309,7 @@ pub fn table_schema(table: &str) -> BenchResult<SchemaRef> {
 }
 
 /// Parts (of [`PARTS`]) that go to the lake for a tail share.
-fn lake_parts(tail_share: f64) -> i32 {
+pub(crate) fn lake_parts(tail_share: f64) -> i32 {
     ((1.0 - tail_share.clamp(0.0, 1.0)) * PARTS as f64).round() as i32
 }
 

@@ -13,6 +13,7 @@
 //! ```sh
 //! cargo run --release --bin fluss-bench -- --out target/bench-results/suite
 //! cargo run --bin fluss-bench -- --smoke --out /tmp/suite   # CI-sized, < 2 minutes
+//! cargo run --release --bin fluss-bench -- --vs-flink --sf 1 --out /tmp/vs-flink  # [`flink`]
 //! ```
 //!
 //! Timings never fail the run; a query or a peer that cannot run does (exit code 1),
@@ -20,6 +21,7 @@
 //! the report states.
 
 mod cluster;
+mod flink;
 mod generate;
 mod peers;
 mod queries;
@@ -112,6 +114,14 @@ struct Args {
     /// Keep the generated stores.
     #[arg(long)]
     keep_data: bool,
+    /// Only the head-to-head with Flink's union read on a real Fluss cluster
+    /// (`tests/real-fluss/`; at the first `--sf`): `report.md` and `results.json` in
+    /// `--out`.
+    #[arg(long)]
+    vs_flink: bool,
+    /// Share of each table written into the log tail for `--vs-flink`.
+    #[arg(long, default_value_t = 0.1)]
+    flink_tail_share: f64,
 }
 
 impl Args {
@@ -1160,6 +1170,23 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if args.vs_flink {
+        let sf = args.sf[0];
+        match runtime.block_on(flink::run(
+            sf,
+            args.flink_tail_share,
+            args.warmup,
+            args.runs,
+            &args.out,
+        )) {
+            Ok(_) => eprintln!("report: {}", args.out.join("report.md").display()),
+            Err(e) => {
+                eprintln!("fluss-bench: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     let result = runtime.block_on(run(&args));
     let mut suite = match result {
         Ok(s) => s,
