@@ -27,7 +27,7 @@ FLUSS_TEST_S3_ENDPOINT="$(sed -n 's/^endpoint=//p' "$s3_log")"
 [ -n "$FLUSS_TEST_S3_ENDPOINT" ] || { echo "the S3 test server did not start" >&2; exit 1; }
 export FLUSS_TEST_S3_ENDPOINT
 echo "== S3 test server at $FLUSS_TEST_S3_ENDPOINT"
-cargo test --workspace --all-targets
+cargo test --workspace --all-targets --no-fail-fast
 cargo test --workspace --doc
 for example in examples/*.rs; do
   [ -e "$example" ] || continue
