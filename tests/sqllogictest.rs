@@ -13,7 +13,7 @@
 //! `-` (as DataFusion's own sqllogictest does). Occurrences of the store's temporary
 //! root directory are replaced by `<root>`.
 //!
-//! Environment: `FLUSS_SLT_FILTER=<substring>` runs only the matching files;
+//! Environment: `FLUSS_SLT_FILTER=<substring>[,<substring>…]` runs only the matching files;
 //! `FLUSS_SLT_COMPLETE=1` rewrites each file's expected output with what the queries
 //! return now (DataFusion's `--complete`): review the diff before committing it.
 
@@ -66,11 +66,19 @@ impl FlussDb {
     }
 
     async fn new(store: Arc<dyn FlussSource>, root: String) -> Result<Self, Error> {
-        // Fixed partitioning so EXPLAIN output does not depend on the machine's cores.
         // The files' tables live in `db` (created by `setup/databases.slt` too).
+        Self::with_database(store, root, "db").await
+    }
+
+    async fn with_database(
+        store: Arc<dyn FlussSource>,
+        root: String,
+        database: &str,
+    ) -> Result<Self, Error> {
+        // Fixed partitioning so EXPLAIN output does not depend on the machine's cores.
         let options = SessionOptions {
             target_partitions: Some(4),
-            default_database: "db".to_string(),
+            default_database: database.to_string(),
             ..Default::default()
         };
         let session = FlussSession::with_options(store, options).await?;
@@ -237,7 +245,7 @@ fn slt_files() -> Vec<PathBuf> {
         .filter(|p| {
             filter
                 .as_deref()
-                .is_none_or(|f| p.to_string_lossy().contains(f))
+                .is_none_or(|f| f.split(',').any(|one| p.to_string_lossy().contains(one)))
         })
         .collect();
     files.sort();
@@ -318,5 +326,165 @@ async fn sql_logic_tests() {
         failures.len(),
         files.len() * LAKE_FORMATS.len() * 2,
         failures.join("\n\n")
+    );
+}
+
+// ------------------------------------------------------------------ the real Fluss
+
+/// The files that also run against a real Fluss cluster (`tests/real-fluss/`): the
+/// union-read answers, which must not depend on who wrote and tiered the data. The
+/// others are about this crate's own store or plans: EXPLAIN output (offsets, file
+/// counts), `$lake` of the lake layout our tiering writes (Fluss 0.9.1 still writes
+/// the legacy one), Iceberg-only files (the cluster tiers to one format), the
+/// catalog of a store, and errors whose text our LocalStore writer words.
+/// Records within these files that depend on the same things are marked
+/// `skipif real`.
+const REAL_FLUSS_FILES: &[&str] = &[
+    "aggregates.slt",
+    "joins.slt",
+    "log_lake_and_tail.slt",
+    "log_lake_only.slt",
+    "log_tail_only.slt",
+    "order_limit.slt",
+    "partitions.slt",
+    "pk_filters.slt",
+    "pk_lake_only.slt",
+    "pk_partial_update.slt",
+    "pk_tail_only.slt",
+    "pk_updates_across_cut.slt",
+];
+
+/// `text` with the databases `db` and `empty_db` renamed to `<prefix>db` and
+/// `<prefix>empty_db`: each file gets databases of its own on the shared cluster
+/// (dropping a table does not drop its lake table in Fluss 0.9.1, so names are never
+/// reused).
+fn rename_databases(text: &str, prefix: &str) -> String {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    for c in text.chars().chain(std::iter::once('\n')) {
+        if is_ident(c) {
+            word.push(c);
+            continue;
+        }
+        if word == "db" || word == "empty_db" {
+            out.push_str(prefix);
+        }
+        out.push_str(&word);
+        word.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
+/// The files of [`REAL_FLUSS_FILES`] through the cluster source against a real Fluss
+/// cluster whose tables were created by Flink's catalog, written by the Java client
+/// and tiered by Fluss's tiering service. Same expected answers as everywhere else.
+#[test]
+fn sql_logic_tests_against_the_real_fluss() {
+    use fluss_test_support::real_fluss::RealFluss;
+    use fluss_test_support::real_source::RealClusterSource;
+    use std::sync::Mutex;
+
+    let format = "paimon";
+    if !RealFluss::available(format) {
+        return;
+    }
+    let files: Vec<PathBuf> = slt_files()
+        .into_iter()
+        .filter(|f| {
+            REAL_FLUSS_FILES
+                .iter()
+                .any(|n| f.file_name().is_some_and(|x| x == *n))
+        })
+        .collect();
+    if files.is_empty() {
+        return;
+    }
+    let fluss = RealFluss::start(format, 1200).expect("the real-Fluss harness starts");
+    let log = fluss.log_path();
+    let root = fluss.work_dir().to_string_lossy().to_string();
+    let harness = Arc::new(Mutex::new(fluss));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sql_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    let copies = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (n, file) in files.iter().enumerate() {
+        // the file and the set-up files it includes, with databases of its own
+        let prefix = format!("slt{n}_");
+        let dir = copies.path().join(&prefix);
+        std::fs::create_dir_all(dir.join("setup")).unwrap();
+        for entry in std::fs::read_dir(sql_dir.join("setup")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(
+                dir.join("setup").join(path.file_name().unwrap()),
+                rename_databases(&text, &prefix),
+            )
+            .unwrap();
+        }
+        let copy = dir.join(file.file_name().unwrap());
+        let text = std::fs::read_to_string(file).unwrap();
+        std::fs::write(&copy, rename_databases(&text, &prefix)).unwrap();
+
+        let (h, r, database) = (harness.clone(), root.clone(), format!("{prefix}db"));
+        let mut runner = sqllogictest::Runner::new(move || {
+            let (h, r, database) = (h.clone(), r.clone(), database.clone());
+            async move {
+                let source = RealClusterSource::connect(h).await?;
+                FlussDb::with_database(Arc::new(source), r, &database).await
+            }
+        });
+        runner.add_label(format);
+        runner.add_label("real");
+        runner.with_validator(validator);
+        runner.with_column_validator(sqllogictest::strict_column_validator);
+        let name = format!(
+            "{} [{format}, real Fluss]",
+            file.file_name().unwrap().to_string_lossy()
+        );
+        match runtime.block_on(runner.run_file_async(&copy)) {
+            Ok(()) => eprintln!("ok     {name}"),
+            Err(e) => {
+                eprintln!("FAILED {name}\n{}", e.display(false));
+                failures.push(format!("{name}: {}", e.display(false)));
+            }
+        }
+        // the file's tables stop being tiered with every later file's
+        let mut h = harness.lock().unwrap_or_else(|e| e.into_inner());
+        for database in ["db", "empty_db"] {
+            let _ = h.sql(&format!(
+                "DROP DATABASE IF EXISTS `{prefix}{database}` CASCADE"
+            ));
+        }
+    }
+    harness.lock().unwrap_or_else(|e| e.into_inner()).shutdown();
+    assert!(
+        failures.is_empty(),
+        "{} of {} sqllogictest files disagree on the real Fluss (harness log {}):\n\n{}",
+        failures.len(),
+        files.len(),
+        log.display(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn databases_are_renamed_as_words_only() {
+    assert_eq!(
+        rename_databases(
+            "CREATE DATABASE db; SELECT * FROM db.t, empty_db.x, fluss_db.y, db_1\n",
+            "s1_"
+        ),
+        "CREATE DATABASE s1_db; SELECT * FROM s1_db.t, s1_empty_db.x, fluss_db.y, db_1\n"
+    );
+    assert_eq!(
+        rename_databases("CALL fluss.tier('db.users')", "p_"),
+        "CALL fluss.tier('p_db.users')"
     );
 }

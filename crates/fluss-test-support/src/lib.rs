@@ -44,5 +44,6 @@ pub mod mirror;
 pub mod model;
 pub mod proto;
 pub mod real_fluss;
+pub mod real_source;
 pub mod s3;
 pub mod server;

@@ -611,18 +611,34 @@ fn partial_columns(table: &FlussTable, batch: &RecordBatch) -> Result<Vec<bool>>
     let latest = table.schemas.latest()?;
     let names = batch.schema();
     let keys = table.info.get_schema().primary_key_indexes();
+    // Fluss's own checks and words (`PartialUpdater`, `KvTablet.putAsLeader`), with
+    // the table named
+    let listed_names = || {
+        let listed: Vec<&str> = names.fields().iter().map(|f| f.name().as_str()).collect();
+        format!("[{}]", listed.join(", "))
+    };
+    let key_names = || {
+        let keys: Vec<&str> = keys
+            .iter()
+            .filter_map(|&k| latest.arrow.fields().get(k).map(|f| f.name().as_str()))
+            .collect();
+        format!("[{}]", keys.join(", "))
+    };
     let mut written = Vec::with_capacity(latest.arrow.fields().len());
     for (i, field) in latest.arrow.fields().iter().enumerate() {
         let listed = names.index_of(field.name()).is_ok();
         if keys.contains(&i) && !listed {
             return Err(Error::invalid_input(format!(
-                "a partial update of '{path}' must write the primary key column '{}'",
-                field.name()
+                "partial update of '{path}': the target write columns {} must contain \
+                 the primary key columns {}",
+                listed_names(),
+                key_names()
             )));
         }
         if !listed && !field.is_nullable() {
             return Err(Error::invalid_input(format!(
-                "a partial update of '{path}' must write the NOT NULL column '{}'",
+                "partial update of '{path}': Partial Update requires all columns except \
+                 primary key to be nullable, but column {} is NOT NULL",
                 field.name()
             )));
         }
