@@ -26,8 +26,14 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, Schem
 use fluss::metadata::{DataType as FlussType, DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::source::LocalStore;
-use tpchgen::generators::{CustomerGenerator, LineItemGenerator, OrderGenerator, PartGenerator};
-use tpchgen_arrow::{CustomerArrow, LineItemArrow, OrderArrow, PartArrow};
+use tpchgen::generators::{
+    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
+    PartSuppGenerator, RegionGenerator, SupplierGenerator,
+};
+use tpchgen_arrow::{
+    CustomerArrow, LineItemArrow, NationArrow, OrderArrow, PartArrow, PartSuppArrow, RegionArrow,
+    SupplierArrow,
+};
 
 /// Errors of the bench binary: any error, with its context in the message.
 pub type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
@@ -129,6 +135,9 @@ pub struct GenConfig {
     pub lake: LakeFormat,
     /// Log compression (`ZSTD`, `LZ4_FRAME`).
     pub compression: &'static str,
+    /// PK tables: tierings of the lake part (each one more sorted run in the lake,
+    /// as a real table tiered over time has).
+    pub lake_rounds: usize,
 }
 
 impl GenConfig {
@@ -247,7 +256,7 @@ fn to_writable(batch: &RecordBatch) -> BenchResult<RecordBatch> {
 /// The Fluss table descriptor of a tpchgen table.
 pub fn descriptor(
     arrow: &SchemaRef,
-    key: &str,
+    keys: &[&str],
     primary_key: bool,
     config: &GenConfig,
 ) -> BenchResult<TableDescriptor> {
@@ -257,15 +266,18 @@ pub fn descriptor(
     }
     if primary_key {
         schema = schema
-            .primary_key(vec![key])
-            .context(|| format!("primary key {key}"))?;
+            .primary_key(keys.to_vec())
+            .context(|| format!("primary key {keys:?}"))?;
     }
     let schema = schema
         .build()
         .context(|| "building a Fluss schema".into())?;
     TableDescriptor::builder()
         .schema(schema)
-        .distributed_by(Some(config.buckets()), vec![key.to_string()])
+        .distributed_by(
+            Some(config.buckets()),
+            keys.iter().map(|k| k.to_string()).collect(),
+        )
         .property("table.datalake.enabled", "true")
         .property("table.datalake.format", config.lake.name())
         .property("table.log.arrow.compression.type", config.compression)
@@ -275,23 +287,35 @@ pub fn descriptor(
 
 /// One TPC-H table's batches for generator part `part` (1-based) of [`PARTS`].
 pub(crate) fn part_batches(table: &str, sf: f64, part: i32) -> BenchResult<Vec<RecordBatch>> {
+    fn all<I: Iterator<Item = RecordBatch>>(batches: I) -> Vec<RecordBatch> {
+        batches.collect()
+    }
     let batches: Vec<RecordBatch> = match table {
-        "lineitem" => LineItemArrow::new(LineItemGenerator::new(sf, part, PARTS))
-            .with_batch_size(APPEND_ROWS)
-            .collect::<Result<_, _>>()
-            .context(|| format!("generating {table}"))?,
-        "orders" => OrderArrow::new(OrderGenerator::new(sf, part, PARTS))
-            .with_batch_size(APPEND_ROWS)
-            .collect::<Result<_, _>>()
-            .context(|| format!("generating {table}"))?,
-        "customer" => CustomerArrow::new(CustomerGenerator::new(sf, part, PARTS))
-            .with_batch_size(APPEND_ROWS)
-            .collect::<Result<_, _>>()
-            .context(|| format!("generating {table}"))?,
-        "part" => PartArrow::new(PartGenerator::new(sf, part, PARTS))
-            .with_batch_size(APPEND_ROWS)
-            .collect::<Result<_, _>>()
-            .context(|| format!("generating {table}"))?,
+        "lineitem" => all(
+            LineItemArrow::new(LineItemGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS),
+        ),
+        "orders" => all(
+            OrderArrow::new(OrderGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS),
+        ),
+        "customer" => all(
+            CustomerArrow::new(CustomerGenerator::new(sf, part, PARTS))
+                .with_batch_size(APPEND_ROWS),
+        ),
+        "part" => all(
+            PartArrow::new(PartGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS),
+        ),
+        "partsupp" => all(
+            PartSuppArrow::new(PartSuppGenerator::new(sf, part, PARTS))
+                .with_batch_size(APPEND_ROWS),
+        ),
+        "supplier" => all(
+            SupplierArrow::new(SupplierGenerator::new(sf, part, PARTS))
+                .with_batch_size(APPEND_ROWS),
+        ),
+        // fixed tables: the generators ignore parts, so all of it in part 1
+        "nation" if part == 1 => all(NationArrow::new(NationGenerator::new(sf, 1, 1))),
+        "region" if part == 1 => all(RegionArrow::new(RegionGenerator::new(sf, 1, 1))),
+        "nation" | "region" => Vec::new(),
         other => return Err(format!("unknown TPC-H table {other}").into()),
     };
     batches.iter().map(to_writable).collect()
@@ -304,6 +328,10 @@ pub fn table_schema(table: &str) -> BenchResult<SchemaRef> {
         "orders" => OrderArrow::schema_ref(),
         "customer" => CustomerArrow::schema_ref(),
         "part" => PartArrow::schema_ref(),
+        "partsupp" => PartSuppArrow::schema_ref(),
+        "supplier" => SupplierArrow::schema_ref(),
+        "nation" => NationArrow::schema_ref(),
+        "region" => RegionArrow::schema_ref(),
         other => return Err(format!("unknown TPC-H table {other}").into()),
     }))
 }
@@ -350,7 +378,7 @@ impl Appender<'_> {
 }
 
 /// Writes a log table: lake part, tier, tail.
-async fn load_log_table(
+pub(crate) async fn load_log_table(
     store: &LocalStore,
     table: &str,
     key: &str,
@@ -359,7 +387,7 @@ async fn load_log_table(
     let path = TablePath::new(DATABASE, table);
     let schema = table_schema(table)?;
     store
-        .create_table(&path, &descriptor(&schema, key, false, config)?, false)
+        .create_table(&path, &descriptor(&schema, &[key], false, config)?, false)
         .await
         .context(|| format!("creating {path}"))?;
     let mut appender = Appender {
@@ -398,25 +426,27 @@ fn take(batch: &RecordBatch, rows: &[u32]) -> BenchResult<RecordBatch> {
     take_record_batch(batch, &UInt32Array::from(rows.to_vec())).context(|| "take".into())
 }
 
-/// A copy of `batch` with decimal column `column` replaced by new deterministic values
-/// and the string column `comment` marked as updated.
+/// A copy of `batch` with decimal column `column` (if any) replaced by new
+/// deterministic values and the string column `comment` marked as updated.
 fn updated_values(
     batch: &RecordBatch,
-    column: &str,
+    column: Option<&str>,
     comment: &str,
     rng: &mut SplitMix64,
 ) -> BenchResult<RecordBatch> {
     let schema = batch.schema();
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    let i = schema.index_of(column).context(|| column.to_string())?;
-    let values: Vec<i128> = (0..batch.num_rows())
-        .map(|_| rng.below(1_000_000) as i128 - 99_999)
-        .collect();
-    columns[i] = Arc::new(
-        Decimal128Array::from(values)
-            .with_precision_and_scale(15, 2)
-            .context(|| "decimal".into())?,
-    );
+    if let Some(column) = column {
+        let i = schema.index_of(column).context(|| column.to_string())?;
+        let values: Vec<i128> = (0..batch.num_rows())
+            .map(|_| rng.below(1_000_000) as i128 - 99_999)
+            .collect();
+        columns[i] = Arc::new(
+            Decimal128Array::from(values)
+                .with_precision_and_scale(15, 2)
+                .context(|| "decimal".into())?,
+        );
+    }
     let j = schema.index_of(comment).context(|| comment.to_string())?;
     columns[j] = Arc::new(StringArray::from_iter_values(
         (0..batch.num_rows()).map(|k| format!("updated by the bench tail #{k}")),
@@ -424,12 +454,13 @@ fn updated_values(
     RecordBatch::try_new(schema, columns).context(|| "updated batch".into())
 }
 
-/// Writes a PK table: the lake's keys, tier, then new keys + updates + deletes.
-async fn load_pk_table(
+/// Writes a PK table: the lake's keys (tiered in `config.lake_rounds` rounds), then
+/// new keys + updates (of `value` and `comment`) + deletes.
+pub(crate) async fn load_pk_table(
     store: &LocalStore,
     table: &str,
-    key: &str,
-    value: &str,
+    keys: &[&str],
+    value: Option<&str>,
     comment: &str,
     config: &GenConfig,
     seed: u64,
@@ -437,7 +468,7 @@ async fn load_pk_table(
     let path = TablePath::new(DATABASE, table);
     let schema = table_schema(table)?;
     store
-        .create_table(&path, &descriptor(&schema, key, true, config)?, false)
+        .create_table(&path, &descriptor(&schema, keys, true, config)?, false)
         .await
         .context(|| format!("creating {path}"))?;
     let lake_parts = lake_parts(config.tail_share);
@@ -461,18 +492,23 @@ async fn load_pk_table(
         lake_rows,
         ..Default::default()
     };
-    for chunk in lake.chunks(4) {
-        let batch = concat_batches(&schema, chunk).context(|| "concat".into())?;
-        store
-            .upsert(&path, &batch)
-            .await
-            .context(|| format!("upserting into {path}"))?;
-    }
-    if lake_rows > 0 {
-        stats.snapshot_id = tier(store, &path)
-            .await
-            .context(|| format!("tiering {path}"))?
-            .snapshot_id;
+    // round r upserts its share of the lake part's batches, then tiers
+    let rounds = config.lake_rounds.max(1);
+    for round in 0..rounds {
+        let (lo, hi) = (lake.len() * round / rounds, lake.len() * (round + 1) / rounds);
+        for chunk in lake[lo..hi].chunks(4) {
+            let batch = concat_batches(&schema, chunk).context(|| "concat".into())?;
+            store
+                .upsert(&path, &batch)
+                .await
+                .context(|| format!("upserting into {path}"))?;
+        }
+        if hi > lo {
+            stats.snapshot_id = tier(store, &path)
+                .await
+                .context(|| format!("tiering {path}"))?
+                .snapshot_id;
+        }
     }
     // The tail: the remaining keys as inserts, interleaved with updates and deletes of
     // keys written before them, in rounds so the changelog mixes all three. Each round
@@ -542,7 +578,7 @@ async fn load_pk_table(
 }
 
 /// Opens (creating) a LocalStore at `root` with the bench database.
-async fn open_bench_store(root: &Path) -> BenchResult<Arc<LocalStore>> {
+pub(crate) async fn open_bench_store(root: &Path) -> BenchResult<Arc<LocalStore>> {
     std::fs::create_dir_all(root).context(|| format!("creating {}", root.display()))?;
     let location = root
         .to_str()
@@ -571,8 +607,8 @@ pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
         load_pk_table(
             &store,
             "customer",
-            "c_custkey",
-            "c_acctbal",
+            &["c_custkey"],
+            Some("c_acctbal"),
             "c_comment",
             config,
             config.seed,
@@ -583,8 +619,8 @@ pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
         load_pk_table(
             &store,
             "part",
-            "p_partkey",
-            "p_retailprice",
+            &["p_partkey"],
+            Some("p_retailprice"),
             "p_comment",
             config,
             config.seed ^ 0x9A47,
@@ -618,12 +654,13 @@ pub async fn generate_decode_tables(
             seed: 0,
             lake: LakeFormat::Paimon,
             compression,
+            lake_rounds: 1,
         };
         let path = TablePath::new(DATABASE, name);
         store
             .create_table(
                 &path,
-                &descriptor(&schema, "l_orderkey", false, &config)?,
+                &descriptor(&schema, &["l_orderkey"], false, &config)?,
                 false,
             )
             .await

@@ -14,6 +14,7 @@
 //! cargo run --release --bin fluss-bench -- --out target/bench-results/suite
 //! cargo run --bin fluss-bench -- --smoke --out /tmp/suite   # CI-sized, < 2 minutes
 //! cargo run --release --bin fluss-bench -- --vs-flink --sf 1 --out /tmp/vs-flink  # [`flink`]
+//! cargo run --release --bin fluss-bench -- --tpch --sf 1 --out /tmp/tpch  # [`tpch`]
 //! ```
 //!
 //! Timings never fail the run; a query or a peer that cannot run does (exit code 1),
@@ -26,6 +27,7 @@ mod generate;
 mod peers;
 mod queries;
 mod report;
+mod tpch;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -122,6 +124,14 @@ struct Args {
     /// Share of each table written into the log tail for `--vs-flink`.
     #[arg(long, default_value_t = 0.1)]
     flink_tail_share: f64,
+    /// Only TPC-H's 22 queries on all 8 tables (at the first `--sf` and the first
+    /// `--lake-formats`), union read against the same engine on the merged contents as
+    /// parquet, every answer checked: `tpch.md` and `tpch.json` in `--out`.
+    #[arg(long)]
+    tpch: bool,
+    /// Tail shares of `--tpch`, one dataset each.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.3")]
+    tpch_tail_shares: Vec<f64>,
 }
 
 impl Args {
@@ -957,6 +967,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
                     seed: args.seed,
                     lake: *lake,
                     compression: "ZSTD",
+                    lake_rounds: 1,
                 };
                 let root = data_root.join(format!("{}-sf{sf}-tail{share}", lake.name()));
                 if root.exists() {
@@ -1142,6 +1153,45 @@ fn smoke_check(args: &Args, suite: &Suite, out: &Path) -> Vec<String> {
     missing
 }
 
+/// `--tpch`: generates, checks and times; writes `tpch.md` and `tpch.json`.
+async fn run_tpch(args: &Args) -> BenchResult<()> {
+    std::fs::create_dir_all(&args.out).context(|| format!("creating {}", args.out.display()))?;
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| args.out.join("data"));
+    let sf = *args.sf.first().ok_or("no --sf")?;
+    let lake = *args.lake_formats.first().ok_or("no --lake-formats")?;
+    let tpch_args = tpch::TpchArgs {
+        sf,
+        tail_shares: &args.tpch_tail_shares,
+        lake,
+        runs: args.runs,
+        warmup: args.warmup,
+        target_partitions: args.main_partitions(),
+        update_rate: args.update_rate,
+        delete_rate: args.delete_rate,
+        seed: args.seed,
+        data_dir: data_dir.clone(),
+    };
+    let result = tpch::run_tpch(&tpch_args).await;
+    if !args.keep_data && data_dir.exists() {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    let run = result?;
+    let command: Vec<String> = std::env::args().collect();
+    let command = format!(
+        "cargo run --release --bin fluss-bench -- {}",
+        command.get(1..).unwrap_or_default().join(" ")
+    );
+    let md = tpch::report(&run, &command);
+    std::fs::write(args.out.join("tpch.md"), &md).context(|| "writing tpch.md".into())?;
+    let json = serde_json::to_string_pretty(&run).context(|| "serializing".into())?;
+    std::fs::write(args.out.join("tpch.json"), json).context(|| "writing tpch.json".into())?;
+    eprintln!("report: {}", args.out.join("tpch.md").display());
+    Ok(())
+}
+
 fn main() {
     fluss_alloc::delay_mimalloc_purge(std::time::Duration::from_secs(1));
     let mut args = Args::parse();
@@ -1184,6 +1234,13 @@ fn main() {
                 eprintln!("fluss-bench: {e}");
                 std::process::exit(1);
             }
+        }
+        return;
+    }
+    if args.tpch {
+        if let Err(e) = runtime.block_on(run_tpch(&args)) {
+            eprintln!("fluss-bench: {e}");
+            std::process::exit(1);
         }
         return;
     }

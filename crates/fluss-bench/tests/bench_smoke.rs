@@ -137,3 +137,31 @@ fn smoke_run_writes_a_report_with_every_query() {
         assert!(out.path().join(&chart).exists(), "{chart}");
     }
 }
+
+/// `fluss-bench --tpch` at a small scale, on both lake formats: all 22 TPC-H queries
+/// through union read give the same answers as the same engine on the merged
+/// contents as parquet (the run fails on any difference), with PK tails of new keys,
+/// updates and deletes over two-round lakes.
+#[test]
+fn tpch_answers_through_union_read_equal_the_merged_parquet() {
+    for (lake, share) in [("paimon", "0.3"), ("iceberg", "0.1")] {
+        let out = tempfile::tempdir().expect("tempdir");
+        let output = Command::new(env!("CARGO_BIN_EXE_fluss-bench"))
+            .args(["--tpch", "--sf", "0.01", "--runs", "1", "--warmup", "0"])
+            .args(["--tpch-tail-shares", share, "--lake-formats", lake])
+            .arg("--out")
+            .arg(out.path())
+            .output()
+            .expect("running fluss-bench");
+        assert!(
+            output.status.success(),
+            "fluss-bench --tpch on {lake} failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report = std::fs::read_to_string(out.path().join("tpch.md")).expect("tpch.md");
+        for q in 1..=22 {
+            assert!(report.contains(&format!("| q{q} |")), "tpch.md lacks q{q}");
+        }
+    }
+}
