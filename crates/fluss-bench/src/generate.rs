@@ -287,37 +287,33 @@ pub fn descriptor(
 
 /// One TPC-H table's batches for generator part `part` (1-based) of [`PARTS`].
 pub(crate) fn part_batches(table: &str, sf: f64, part: i32) -> BenchResult<Vec<RecordBatch>> {
-    fn all<I: Iterator<Item = RecordBatch>>(batches: I) -> Vec<RecordBatch> {
+    fn all<E, I: Iterator<Item = Result<RecordBatch, E>>>(
+        batches: I,
+    ) -> Result<Vec<RecordBatch>, E> {
         batches.collect()
     }
     let batches: Vec<RecordBatch> = match table {
-        "lineitem" => all(
-            LineItemArrow::new(LineItemGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS),
-        ),
-        "orders" => all(
-            OrderArrow::new(OrderGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS),
-        ),
-        "customer" => all(
-            CustomerArrow::new(CustomerGenerator::new(sf, part, PARTS))
-                .with_batch_size(APPEND_ROWS),
-        ),
-        "part" => all(
-            PartArrow::new(PartGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS),
-        ),
-        "partsupp" => all(
-            PartSuppArrow::new(PartSuppGenerator::new(sf, part, PARTS))
-                .with_batch_size(APPEND_ROWS),
-        ),
-        "supplier" => all(
-            SupplierArrow::new(SupplierGenerator::new(sf, part, PARTS))
-                .with_batch_size(APPEND_ROWS),
-        ),
+        "lineitem" => all(LineItemArrow::new(LineItemGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)),
+        "orders" => {
+            all(OrderArrow::new(OrderGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS))
+        }
+        "customer" => all(CustomerArrow::new(CustomerGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)),
+        "part" => {
+            all(PartArrow::new(PartGenerator::new(sf, part, PARTS)).with_batch_size(APPEND_ROWS))
+        }
+        "partsupp" => all(PartSuppArrow::new(PartSuppGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)),
+        "supplier" => all(SupplierArrow::new(SupplierGenerator::new(sf, part, PARTS))
+            .with_batch_size(APPEND_ROWS)),
         // fixed tables: the generators ignore parts, so all of it in part 1
         "nation" if part == 1 => all(NationArrow::new(NationGenerator::new(sf, 1, 1))),
         "region" if part == 1 => all(RegionArrow::new(RegionGenerator::new(sf, 1, 1))),
-        "nation" | "region" => Vec::new(),
+        "nation" | "region" => Ok(Vec::new()),
         other => return Err(format!("unknown TPC-H table {other}").into()),
-    };
+    }
+    .context(|| format!("generating {table}"))?;
     batches.iter().map(to_writable).collect()
 }
 
@@ -495,7 +491,10 @@ pub(crate) async fn load_pk_table(
     // round r upserts its share of the lake part's batches, then tiers
     let rounds = config.lake_rounds.max(1);
     for round in 0..rounds {
-        let (lo, hi) = (lake.len() * round / rounds, lake.len() * (round + 1) / rounds);
+        let (lo, hi) = (
+            lake.len() * round / rounds,
+            lake.len() * (round + 1) / rounds,
+        );
         for chunk in lake[lo..hi].chunks(4) {
             let batch = concat_batches(&schema, chunk).context(|| "concat".into())?;
             store
