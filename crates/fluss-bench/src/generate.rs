@@ -257,6 +257,7 @@ fn to_writable(batch: &RecordBatch) -> BenchResult<RecordBatch> {
 pub fn descriptor(
     arrow: &SchemaRef,
     keys: &[&str],
+    bucket_keys: &[&str],
     primary_key: bool,
     config: &GenConfig,
 ) -> BenchResult<TableDescriptor> {
@@ -276,7 +277,7 @@ pub fn descriptor(
         .schema(schema)
         .distributed_by(
             Some(config.buckets()),
-            keys.iter().map(|k| k.to_string()).collect(),
+            bucket_keys.iter().map(|k| k.to_string()).collect(),
         )
         .property("table.datalake.enabled", "true")
         .property("table.datalake.format", config.lake.name())
@@ -383,7 +384,11 @@ pub(crate) async fn load_log_table(
     let path = TablePath::new(DATABASE, table);
     let schema = table_schema(table)?;
     store
-        .create_table(&path, &descriptor(&schema, &[key], false, config)?, false)
+        .create_table(
+            &path,
+            &descriptor(&schema, &[key], &[key], false, config)?,
+            false,
+        )
         .await
         .context(|| format!("creating {path}"))?;
     let mut appender = Appender {
@@ -450,12 +455,15 @@ fn updated_values(
     RecordBatch::try_new(schema, columns).context(|| "updated batch".into())
 }
 
-/// Writes a PK table: the lake's keys (tiered in `config.lake_rounds` rounds), then
-/// new keys + updates (of `value` and `comment`) + deletes.
+/// Writes a PK table (primary key `keys`, distributed by `bucket_keys`): the lake's
+/// keys (tiered in `config.lake_rounds` rounds), then new keys + updates (of `value`
+/// and `comment`) + deletes.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn load_pk_table(
     store: &LocalStore,
     table: &str,
     keys: &[&str],
+    bucket_keys: &[&str],
     value: Option<&str>,
     comment: &str,
     config: &GenConfig,
@@ -464,7 +472,11 @@ pub(crate) async fn load_pk_table(
     let path = TablePath::new(DATABASE, table);
     let schema = table_schema(table)?;
     store
-        .create_table(&path, &descriptor(&schema, keys, true, config)?, false)
+        .create_table(
+            &path,
+            &descriptor(&schema, keys, bucket_keys, true, config)?,
+            false,
+        )
         .await
         .context(|| format!("creating {path}"))?;
     let lake_parts = lake_parts(config.tail_share);
@@ -607,6 +619,7 @@ pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
             &store,
             "customer",
             &["c_custkey"],
+            &["c_custkey"],
             Some("c_acctbal"),
             "c_comment",
             config,
@@ -618,6 +631,7 @@ pub async fn generate(root: &Path, config: &GenConfig) -> BenchResult<Dataset> {
         load_pk_table(
             &store,
             "part",
+            &["p_partkey"],
             &["p_partkey"],
             Some("p_retailprice"),
             "p_comment",
@@ -659,7 +673,7 @@ pub async fn generate_decode_tables(
         store
             .create_table(
                 &path,
-                &descriptor(&schema, &["l_orderkey"], false, &config)?,
+                &descriptor(&schema, &["l_orderkey"], &["l_orderkey"], false, &config)?,
                 false,
             )
             .await

@@ -5,7 +5,7 @@
 //! | table | kind | key | tail |
 //! |---|---|---|---|
 //! | `lineitem` | log | bucket key `l_orderkey` | the last share of rows appended |
-//! | `orders`, `customer`, `part`, `partsupp`, `supplier` | primary key | TPC-H key | new keys, updates that change values, deletes of tiered keys |
+//! | `orders`, `customer`, `part`, `partsupp`, `supplier` | primary key | TPC-H key (`partsupp` bucketed by `ps_partkey`) | new keys, updates that change values, deletes of tiered keys |
 //! | `nation`, `region` | primary key | TPC-H key | comment updates |
 //!
 //! Primary-key lakes are tiered in two rounds, so each bucket holds two sorted runs as
@@ -40,6 +40,10 @@ struct TpchTable {
     name: &'static str,
     /// Primary key (PK tables) or bucket key (the log table).
     keys: &'static [&'static str],
+    /// Bucket key of PK tables: the primary key, except `partsupp`'s, which is
+    /// bucketed by `ps_partkey` alone (Fluss's Iceberg key encoder takes exactly one
+    /// bucket key field: `IcebergKeyEncoder`).
+    bucket_keys: &'static [&'static str],
     primary_key: bool,
     /// The decimal column a tail update changes, if the table has one.
     value: Option<&'static str>,
@@ -51,6 +55,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "lineitem",
         keys: &["l_orderkey"],
+        bucket_keys: &["l_orderkey"],
         primary_key: false,
         value: None,
         comment: "l_comment",
@@ -58,6 +63,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "orders",
         keys: &["o_orderkey"],
+        bucket_keys: &["o_orderkey"],
         primary_key: true,
         value: Some("o_totalprice"),
         comment: "o_comment",
@@ -65,6 +71,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "customer",
         keys: &["c_custkey"],
+        bucket_keys: &["c_custkey"],
         primary_key: true,
         value: Some("c_acctbal"),
         comment: "c_comment",
@@ -72,6 +79,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "part",
         keys: &["p_partkey"],
+        bucket_keys: &["p_partkey"],
         primary_key: true,
         value: Some("p_retailprice"),
         comment: "p_comment",
@@ -79,6 +87,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "partsupp",
         keys: &["ps_partkey", "ps_suppkey"],
+        bucket_keys: &["ps_partkey"],
         primary_key: true,
         value: Some("ps_supplycost"),
         comment: "ps_comment",
@@ -86,6 +95,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "supplier",
         keys: &["s_suppkey"],
+        bucket_keys: &["s_suppkey"],
         primary_key: true,
         value: Some("s_acctbal"),
         comment: "s_comment",
@@ -93,6 +103,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "nation",
         keys: &["n_nationkey"],
+        bucket_keys: &["n_nationkey"],
         primary_key: true,
         value: None,
         comment: "n_comment",
@@ -100,6 +111,7 @@ const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "region",
         keys: &["r_regionkey"],
+        bucket_keys: &["r_regionkey"],
         primary_key: true,
         value: None,
         comment: "r_comment",
@@ -116,6 +128,7 @@ pub async fn generate_tpch(root: &Path, config: &GenConfig) -> BenchResult<Vec<T
                 &store,
                 table.name,
                 table.keys,
+                table.bucket_keys,
                 table.value,
                 table.comment,
                 config,
