@@ -15,6 +15,8 @@
 //! codecs. Every query's answer on the union is checked against the baseline's before
 //! anything is timed, so a speed-up can never change a result. The lake-only read
 //! (`t$lake`) is timed as a peer; its answers differ by the tail, so it is not checked.
+//! DuckDB reads the same merged parquet files (`python/peer_duckdb.py`, when the venv
+//! exists); its row counts are checked against ours.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -203,6 +205,61 @@ async fn parquet_baseline(
     Ok(ctx)
 }
 
+/// DuckDB's timings of every query over the merged parquet under `dir`, by query
+/// name, or why there are none.
+fn duckdb_timings(
+    dir: &Path,
+    args: &TpchArgs<'_>,
+    work: &Path,
+) -> BenchResult<std::collections::HashMap<String, Timing>> {
+    let python = crate::peers::python()?;
+    let mut tables = serde_json::Map::new();
+    for table in &TABLES {
+        let mut files: Vec<String> = std::fs::read_dir(dir.join(table.name))
+            .context(|| format!("listing {}", dir.join(table.name).display()))?
+            .filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
+            .filter(|p| p.ends_with(".parquet"))
+            .collect();
+        files.sort();
+        let columns: Vec<String> = crate::generate::table_schema(table.name)?
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        tables.insert(
+            table.name.to_string(),
+            serde_json::json!({"files": files, "pk": false, "columns": columns}),
+        );
+    }
+    let spec = serde_json::json!({
+        "lake": "parquet",
+        "threads": args.target_partitions,
+        "runs": args.runs.max(1),
+        "warmup": args.warmup,
+        "tables": tables,
+        "queries": queries()
+            .iter()
+            .map(|(name, sql)| serde_json::json!({"name": name, "sql": sql}))
+            .collect::<Vec<_>>(),
+    });
+    let out = crate::peers::run_python(&python, "peer_duckdb.py", &spec, work)?;
+    if let Some(errors) = out["errors"].as_object().filter(|e| !e.is_empty()) {
+        return Err(format!("DuckDB failed on {errors:?}").into());
+    }
+    let mut timings = std::collections::HashMap::new();
+    if let Some(queries) = out["queries"].as_object() {
+        for (name, q) in queries {
+            let samples: Vec<f64> = q["samples_ms"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+                .unwrap_or_default();
+            let rows = q["rows"].as_u64().unwrap_or(0) as usize;
+            timings.insert(name.clone(), Timing::from_samples(samples, rows));
+        }
+    }
+    Ok(timings)
+}
+
 /// A query's answer as sorted lines of text: the comparison never depends on the
 /// order of ties or on batch boundaries.
 async fn answer(ctx: &SessionContext, sql: &str) -> BenchResult<Vec<String>> {
@@ -249,6 +306,9 @@ pub struct TpchResult {
     pub parquet: Timing,
     /// Lake-only (`t$lake`; answers without the tail).
     pub lake_only: Option<Timing>,
+    /// DuckDB over the same merged parquet files (`peer_duckdb.py`; `None` without
+    /// the Python venv). Its row count is checked against ours.
+    pub duckdb: Option<Timing>,
 }
 
 impl TpchResult {
@@ -349,6 +409,13 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
         let parquet =
             parquet_baseline(&union, &root.join("parquet"), args.target_partitions).await?;
         let lake = lake_context(&union, args.target_partitions).await?;
+        let duckdb = match duckdb_timings(&root.join("parquet"), args, &root.join("duckdb")) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("tpch: no DuckDB peer: {e}");
+                Default::default()
+            }
+        };
         for (name, sql) in queries() {
             let ours = answer(&union, sql).await?;
             let theirs = answer(&parquet, sql).await?;
@@ -379,6 +446,17 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
             let lake_only = timings.pop().and_then(Result::ok);
             let parquet_timing = timings.pop().ok_or("no parquet timing")??;
             let union_timing = timings.pop().ok_or("no union timing")??;
+            let duckdb = duckdb.get(name).cloned();
+            if let Some(d) = &duckdb
+                && d.rows != ours.len()
+            {
+                return Err(format!(
+                    "tpch {name} at tail share {share}: DuckDB answers {} rows, we {}",
+                    d.rows,
+                    ours.len()
+                )
+                .into());
+            }
             let result = TpchResult {
                 query: name.to_string(),
                 tail_share: share,
@@ -386,6 +464,7 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
                 union: union_timing,
                 parquet: parquet_timing,
                 lake_only,
+                duckdb,
             };
             eprintln!(
                 "tpch: {name} tail {share}: union {:.1} ms, parquet {:.1} ms ({:.2}x)",
@@ -406,7 +485,8 @@ pub fn report(run: &TpchRun, command: &str) -> String {
     md.push_str(&format!(
         "# TPC-H through union read\n\nSF {}, {} lake, {} target partitions, warm sessions \
          (median ms). `parquet` is the same engine over the merged contents as ZSTD \
-         parquet (`ListingTable`); every union answer equals its answer. `lake` reads \
+         parquet (`ListingTable`); every union answer equals its answer. `duckdb` is \
+         DuckDB on the same parquet files (its row counts checked). `lake` reads \
          `t$lake` (no tail, so not compared).\n\nCommand: `{command}`\n\n",
         run.scale_factor, run.lake, run.target_partitions
     ));
@@ -419,17 +499,32 @@ pub fn report(run: &TpchRun, command: &str) -> String {
             .filter(|r| r.tail_share == share)
             .collect();
         md.push_str(&format!(
-            "## Tail share {share}\n\nGeometric mean union / parquet: **{:.2}x**\n\n\
-             | query | rows | union | parquet | lake | union / parquet |\n|---|---|---|---|---|---|\n",
-            geo_mean(results.iter().map(|r| r.ratio()))
+            "## Tail share {share}\n\nGeometric mean union / parquet: **{:.2}x**; union / \
+             DuckDB: **{:.2}x**; parquet / DuckDB: **{:.2}x**\n\n\
+             | query | rows | union | parquet | duckdb | lake | union / parquet |\n\
+             |---|---|---|---|---|---|---|\n",
+            geo_mean(results.iter().map(|r| r.ratio())),
+            geo_mean(
+                results
+                    .iter()
+                    .filter_map(|r| r.duckdb.as_ref().map(|d| r.union.median_ms / d.median_ms))
+            ),
+            geo_mean(
+                results
+                    .iter()
+                    .filter_map(|r| r.duckdb.as_ref().map(|d| r.parquet.median_ms / d.median_ms))
+            ),
         ));
         for r in results {
             md.push_str(&format!(
-                "| {} | {} | {:.1} | {:.1} | {} | {:.2}x |\n",
+                "| {} | {} | {:.1} | {:.1} | {} | {} | {:.2}x |\n",
                 r.query,
                 r.rows,
                 r.union.median_ms,
                 r.parquet.median_ms,
+                r.duckdb
+                    .as_ref()
+                    .map_or("-".to_string(), |t| format!("{:.1}", t.median_ms)),
                 r.lake_only
                     .as_ref()
                     .map_or("-".to_string(), |t| format!("{:.1}", t.median_ms)),
