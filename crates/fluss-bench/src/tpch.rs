@@ -120,8 +120,11 @@ const TABLES: [TpchTable; 8] = [
     },
 ];
 
-/// Generates the 8 tables into a new LocalStore at `root`.
-pub async fn generate_tpch(root: &Path, config: &GenConfig) -> BenchResult<Vec<TableStats>> {
+/// Generates the 8 tables into a new LocalStore at `root`; returns the store.
+pub async fn generate_tpch(
+    root: &Path,
+    config: &GenConfig,
+) -> BenchResult<(Arc<LocalStore>, Vec<TableStats>)> {
     let store = open_bench_store(root).await?;
     let mut stats = Vec::new();
     for (i, table) in TABLES.iter().enumerate() {
@@ -142,7 +145,7 @@ pub async fn generate_tpch(root: &Path, config: &GenConfig) -> BenchResult<Vec<T
         };
         stats.push(s);
     }
-    Ok(stats)
+    Ok((store, stats))
 }
 
 /// A session whose bare table names are the store's union tables.
@@ -206,13 +209,13 @@ async fn parquet_baseline(
 }
 
 /// DuckDB's timings of every query over the merged parquet under `dir`, by query
-/// name, or why there are none.
+/// name (run with the venv's `python`).
 fn duckdb_timings(
+    python: &Path,
     dir: &Path,
     args: &TpchArgs<'_>,
     work: &Path,
 ) -> BenchResult<std::collections::HashMap<String, Timing>> {
-    let python = crate::peers::python()?;
     let mut tables = serde_json::Map::new();
     for table in &TABLES {
         let mut files: Vec<String> = std::fs::read_dir(dir.join(table.name))
@@ -242,7 +245,7 @@ fn duckdb_timings(
             .map(|(name, sql)| serde_json::json!({"name": name, "sql": sql}))
             .collect::<Vec<_>>(),
     });
-    let out = crate::peers::run_python(&python, "peer_duckdb.py", &spec, work)?;
+    let out = crate::peers::run_python(python, "peer_duckdb.py", &spec, work)?;
     if let Some(errors) = out["errors"].as_object().filter(|e| !e.is_empty()) {
         return Err(format!("DuckDB failed on {errors:?}").into());
     }
@@ -394,23 +397,22 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
             lake_rounds: 2,
         };
         let start = Instant::now();
-        let stats = generate_tpch(&root.join("store"), &config).await?;
+        let (store, stats) = generate_tpch(&root.join("store"), &config).await?;
         eprintln!(
             "tpch: sf {} tail {share}: generated in {:.1} s",
             args.sf,
             start.elapsed().as_secs_f64()
         );
-        let store = Arc::new(
-            LocalStore::open(root.join("store").to_str().ok_or("non-UTF-8 data dir")?)
-                .await
-                .context(|| "reopening the store".into())?,
-        );
         let union = union_context(&store, args.target_partitions);
         let parquet =
             parquet_baseline(&union, &root.join("parquet"), args.target_partitions).await?;
         let lake = lake_context(&union, args.target_partitions).await?;
-        let duckdb = match duckdb_timings(&root.join("parquet"), args, &root.join("duckdb")) {
-            Ok(t) => t,
+        // Only a missing Python skips the peer (as in the suite); a DuckDB failure
+        // fails the run.
+        let duckdb = match crate::peers::python() {
+            Ok(python) => {
+                duckdb_timings(&python, &root.join("parquet"), args, &root.join("duckdb"))?
+            }
             Err(e) => {
                 eprintln!("tpch: no DuckDB peer: {e}");
                 Default::default()
@@ -420,19 +422,14 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
             let ours = answer(&union, sql).await?;
             let theirs = answer(&parquet, sql).await?;
             if ours != theirs {
+                let difference = ours.iter().zip(&theirs).find(|(a, b)| a != b);
                 return Err(format!(
                     "tpch {name} at tail share {share}: the union read answers {} rows, the \
                      merged parquet {} rows; first difference: {:?} vs {:?}",
                     ours.len(),
                     theirs.len(),
-                    ours.iter()
-                        .zip(&theirs)
-                        .find(|(a, b)| a != b)
-                        .map(|(a, _)| a),
-                    ours.iter()
-                        .zip(&theirs)
-                        .find(|(a, b)| a != b)
-                        .map(|(_, b)| b),
+                    difference.map(|(a, _)| a),
+                    difference.map(|(_, b)| b),
                 )
                 .into());
             }

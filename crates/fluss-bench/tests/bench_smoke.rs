@@ -21,21 +21,28 @@ const QUERIES: [&str; 9] = [
 /// The lake formats the suite runs on.
 const LAKES: [&str; 2] = ["paimon", "iceberg"];
 
-#[test]
-fn smoke_run_writes_a_report_with_every_query() {
+/// Runs `fluss-bench <args> --out <dir>` in a new temporary directory, which it
+/// returns once the run succeeded (`what` names the run in the failure message).
+fn run_bench(args: &[&str], what: &str) -> tempfile::TempDir {
     let out = tempfile::tempdir().expect("tempdir");
     let output = Command::new(env!("CARGO_BIN_EXE_fluss-bench"))
-        .arg("--smoke")
+        .args(args)
         .arg("--out")
         .arg(out.path())
         .output()
         .expect("running fluss-bench");
     assert!(
         output.status.success(),
-        "fluss-bench --smoke failed ({}):\n{}",
+        "fluss-bench {what} failed ({}):\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    out
+}
+
+#[test]
+fn smoke_run_writes_a_report_with_every_query() {
+    let out = run_bench(&["--smoke"], "--smoke");
 
     let report = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
     let json = std::fs::read_to_string(out.path().join("results.json")).expect("results.json");
@@ -145,19 +152,21 @@ fn smoke_run_writes_a_report_with_every_query() {
 #[test]
 fn tpch_answers_through_union_read_equal_the_merged_parquet() {
     for (lake, share) in [("paimon", "0.3"), ("iceberg", "0.1")] {
-        let out = tempfile::tempdir().expect("tempdir");
-        let output = Command::new(env!("CARGO_BIN_EXE_fluss-bench"))
-            .args(["--tpch", "--sf", "0.01", "--runs", "1", "--warmup", "0"])
-            .args(["--tpch-tail-shares", share, "--lake-formats", lake])
-            .arg("--out")
-            .arg(out.path())
-            .output()
-            .expect("running fluss-bench");
-        assert!(
-            output.status.success(),
-            "fluss-bench --tpch on {lake} failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
+        let out = run_bench(
+            &[
+                "--tpch",
+                "--sf",
+                "0.01",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--tpch-tail-shares",
+                share,
+                "--lake-formats",
+                lake,
+            ],
+            &format!("--tpch on {lake}"),
         );
         let report = std::fs::read_to_string(out.path().join("tpch.md")).expect("tpch.md");
         for q in 1..=22 {
