@@ -388,6 +388,8 @@ impl FlussWriter for RealClusterSource {
                 format!("tiering {path}"),
             )
             .await?;
+        // The tiering service does not report what it tiered: only the snapshot id is
+        // known, the counts stay 0.
         Ok(TieringResult {
             snapshot_id: snapshots[&key].as_i64(),
             records: 0,
