@@ -348,6 +348,9 @@ impl Checker<'_> {
             let extra: Vec<_> = rows.iter().filter(|r| !expected.contains(r)).collect();
             writeln!(msg, "missing rows: {missing:?}\nextra rows:   {extra:?}").unwrap();
         }
+        if let Ok(plan) = self.query(&format!("EXPLAIN {sql}")).await {
+            writeln!(msg, "plan: {plan:?}").unwrap();
+        }
         writeln!(msg, "operation history:").unwrap();
         for (i, op) in self.history.iter().enumerate() {
             writeln!(msg, "  {i:4}: {op}").unwrap();
@@ -714,7 +717,10 @@ pub fn run_against_real(fluss: &mut fluss_test_support::real_fluss::RealFluss, s
         log_only: Vec::new(),
         through_cluster: true,
     };
-    let lake = "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '500ms'";
+    let lake = format!(
+        "'table.datalake.enabled' = 'true', 'table.datalake.freshness' = '{}'",
+        fluss_test_support::real_fluss::PAUSED_FRESHNESS
+    );
     for sql in [
         "CREATE DATABASE IF NOT EXISTS fc.db".to_string(),
         format!(

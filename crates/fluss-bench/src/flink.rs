@@ -90,7 +90,10 @@ fn create_sql(
     let mut options = vec![
         format!("'bucket.num' = '{BUCKETS}'"),
         "'table.datalake.enabled' = 'true'".to_string(),
-        "'table.datalake.freshness' = '500ms'".to_string(),
+        format!(
+            "'table.datalake.freshness' = '{}'",
+            fluss_test_support::real_fluss::PAUSED_FRESHNESS
+        ),
     ];
     if !primary_key {
         options.push(format!("'bucket.key' = '{key}'"));

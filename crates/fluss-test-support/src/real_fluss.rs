@@ -25,6 +25,12 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 /// `tests/real-fluss/pom.xml`).
 pub const FLUSS_VERSION: &str = "0.9.1-incubating";
 
+/// `table.datalake.freshness` every lake table of the tests is created with: a day,
+/// so the coordinator never offers it to the tiering service on its own. The harness's
+/// one tiering job tiers a table on `tier` by giving it a short freshness and pauses it
+/// again with this one (`tests/real-fluss/README.md`).
+pub const PAUSED_FRESHNESS: &str = "1d";
+
 /// One running harness: a real Fluss cluster with one lake format.
 pub struct RealFluss {
     child: Child,

@@ -144,13 +144,15 @@ pub fn flink_create_table(
         options.push((k.clone(), v.clone()));
     }
     // Fluss tiers a table once per `table.datalake.freshness` (3 minutes by
-    // default); the harness tiers on demand, so ask for a short one as Fluss's own
-    // tests do (`FlinkPaimonTieringTestBase`: 500 ms).
+    // default); the harness tiers on demand, by freshness, so tables start paused.
     let lake_enabled = options
         .iter()
         .any(|(k, v)| k == "table.datalake.enabled" && v == "true");
     if lake_enabled && !options.iter().any(|(k, _)| k == "table.datalake.freshness") {
-        options.push(("table.datalake.freshness".to_string(), "500ms".to_string()));
+        options.push((
+            "table.datalake.freshness".to_string(),
+            crate::real_fluss::PAUSED_FRESHNESS.to_string(),
+        ));
     }
     options.sort();
     if !options.is_empty() {

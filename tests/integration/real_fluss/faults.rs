@@ -88,11 +88,12 @@ pub fn run(fluss: &mut RealFluss) {
         .sql("CREATE DATABASE IF NOT EXISTS fc.db")
         .expect("db");
     fluss
-        .sql(
+        .sql(&format!(
             "CREATE TABLE fc.db.big (id INT, name STRING) WITH ('bucket.num' = '4', \
              'bucket.key' = 'id', 'table.datalake.enabled' = 'true', \
-             'table.datalake.freshness' = '500ms')",
-        )
+             'table.datalake.freshness' = '{}')",
+            fluss_test_support::real_fluss::PAUSED_FRESHNESS
+        ))
         .expect("create");
     write(fluss, TABLE, 0..ROWS);
     fluss.tier(&[TABLE]).expect("tier");

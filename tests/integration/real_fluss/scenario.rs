@@ -159,7 +159,10 @@ impl Table {
         let mut options = vec![
             format!("'bucket.num' = '{buckets}'"),
             "'table.datalake.enabled' = 'true'".to_string(),
-            "'table.datalake.freshness' = '500ms'".to_string(),
+            format!(
+                "'table.datalake.freshness' = '{}'",
+                fluss_test_support::real_fluss::PAUSED_FRESHNESS
+            ),
         ];
         if !self.primary_key && self.has_bucket_key() {
             options.push("'bucket.key' = 'id'".to_string());

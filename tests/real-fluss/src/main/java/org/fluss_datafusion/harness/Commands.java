@@ -488,9 +488,33 @@ final class Commands implements AutoCloseable {
     }
 
     /**
-     * Runs the real tiering service until the latest lake snapshot of every given table
-     * covers the offsets its buckets had when the command came, then stops it (so what is
-     * written afterwards stays in the log tail).
+     * Freshness of a table nobody is tiering: tables are created with it (the Rust side's
+     * DDL, {@code fluss_test_support::real_fluss::PAUSED_FRESHNESS}), so the coordinator
+     * schedules them a day out and what is written to them stays in the log tail.
+     */
+    static final String PAUSED_FRESHNESS = "1d";
+
+    /** Freshness of a table being tiered: the coordinator offers it every half second. */
+    static final String ACTIVE_FRESHNESS = "500ms";
+
+    private static final String FRESHNESS = "table.datalake.freshness";
+
+    /** Tables a {@code tier} with {@code keep_running} left tiering. */
+    private final java.util.Set<TablePath> tiering = new java.util.LinkedHashSet<>();
+
+    /**
+     * Tiers the given tables until the latest lake snapshot of each covers the offsets its
+     * buckets had when the command came, then pauses them again (so what is written
+     * afterwards stays in the log tail), unless {@code keep_running}.
+     *
+     * <p>One tiering job runs for the harness's whole life; tables are paused and resumed by
+     * their {@code table.datalake.freshness} (an alterable option, {@code
+     * FlussConfigUtils.ALTERABLE_TABLE_OPTIONS}; the coordinator reschedules a Scheduled table
+     * with the new value, {@code LakeTableTieringManager.updateTableLakeFreshness}). Cancelling
+     * the job instead, as this harness first did, takes 6 s each time, and a cancel that lands
+     * after the job asked for a table leaves that table assigned to the dead job until the
+     * coordinator's hard-coded 2-minute {@code TIERING_SERVICE_TIMEOUT_MS}: the next tiering
+     * of that table then waited about 130 s.
      */
     private void tier(JsonNode command, ObjectNode reply) throws Exception {
         long deadline =
@@ -501,11 +525,14 @@ final class Commands implements AutoCloseable {
             TablePath path = TablePath.of(t.asText().split("\\.", 2)[0], t.asText().split("\\.", 2)[1]);
             targets.put(path, targets(path));
         }
-        startTiering();
+        ensureTieringJob();
         boolean keepRunning = command.path("keep_running").asBoolean(false);
+        ObjectNode snapshots = reply.putObject("snapshots");
+        long start = System.nanoTime();
         try {
-            ObjectNode snapshots = reply.putObject("snapshots");
-            long start = System.nanoTime();
+            for (TablePath path : targets.keySet()) {
+                setFreshness(path, ACTIVE_FRESHNESS);
+            }
             for (Map.Entry<TablePath, Map<TableBucket, Long>> e : targets.entrySet()) {
                 long id = waitCovered(e.getKey(), e.getValue(), deadline);
                 snapshots.put(e.getKey().toString(), id);
@@ -513,14 +540,51 @@ final class Commands implements AutoCloseable {
                         "tier: %s covered by snapshot %d after %.1f s%n",
                         e.getKey(), id, (System.nanoTime() - start) / 1e9);
             }
-            reply.put("seconds", (System.nanoTime() - start) / 1e9);
-        } catch (Exception e) {
-            stopTiering();
-            throw e;
+        } finally {
+            if (keepRunning) {
+                tiering.addAll(targets.keySet());
+            } else {
+                for (TablePath path : targets.keySet()) {
+                    pause(path, deadline);
+                }
+            }
         }
-        if (!keepRunning) {
-            stopTiering();
+        reply.put("seconds", (System.nanoTime() - start) / 1e9);
+    }
+
+    /** Pauses every table a {@code tier} with {@code keep_running} left tiering. */
+    private void stopTiering() throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        for (TablePath path : new ArrayList<>(tiering)) {
+            pause(path, deadline);
         }
+    }
+
+    private void setFreshness(TablePath path, String freshness) throws Exception {
+        admin.alterTable(path, List.of(org.apache.fluss.metadata.TableChange.set(FRESHNESS, freshness)), false)
+                .get();
+    }
+
+    /**
+     * Gives the table its paused freshness back and waits until the coordinator has it
+     * Scheduled under that freshness: a round it had already queued (Pending) or started
+     * then has taken its stopping offsets, so a write after this stays in the tail.
+     */
+    private void pause(TablePath path, long deadline) throws Exception {
+        tiering.remove(path);
+        setFreshness(path, PAUSED_FRESHNESS);
+        long tableId = admin.getTableInfo(path).get().getTableId();
+        long paused = Duration.ofDays(1).toMillis();
+        String state = null;
+        while (System.nanoTime() < deadline) {
+            state = cluster.tieringState(tableId, paused);
+            if ("Scheduled".equals(state)) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new IllegalStateException(
+                "tiering of " + path + " did not pause (coordinator state " + state + ")");
     }
 
     private long waitCovered(TablePath path, Map<TableBucket, Long> targets, long deadline)
@@ -549,7 +613,7 @@ final class Commands implements AutoCloseable {
                 throw new IllegalStateException(
                         "the tiering job ended: " + tieringJob.getJobStatus().get());
             }
-            Thread.sleep(300);
+            Thread.sleep(100);
         }
         throw new IllegalStateException("tiering did not cover " + path + ": " + missing);
     }
@@ -566,8 +630,12 @@ final class Commands implements AutoCloseable {
         }
     }
 
-    private void startTiering() throws Exception {
-        if (tieringJob != null) {
+    /**
+     * Starts the tiering job unless it runs (a coordinator restart can end it: it is
+     * started again on the next {@code tier}).
+     */
+    private void ensureTieringJob() throws Exception {
+        if (tieringJob != null && !tieringJob.getJobStatus().get().isGloballyTerminalState()) {
             return;
         }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
@@ -586,7 +654,8 @@ final class Commands implements AutoCloseable {
                         .build();
     }
 
-    private void stopTiering() throws Exception {
+    /** Cancels the tiering job (at shutdown) and waits until it ended. */
+    private void cancelTieringJob() throws Exception {
         if (tieringJob == null) {
             return;
         }
@@ -692,7 +761,7 @@ final class Commands implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
-        stopTiering();
+        cancelTieringJob();
         admin.close();
         connection.close();
     }

@@ -139,6 +139,40 @@ final class LocalCluster implements AutoCloseable {
         throw new IllegalStateException("the cluster did not come up with " + count + " servers", last);
     }
 
+    /**
+     * The coordinator's tiering state of a table ({@code LakeTableTieringManager}'s {@code
+     * tieringStates}: Scheduled, Pending, Tiering, ...), or {@code "freshness <ms>"} while
+     * the table's freshness is not yet {@code freshnessMs}. Read by reflection under the
+     * manager's own lock: the manager has no accessor, and this harness runs the coordinator
+     * in its own process (upstream's tests reach the same state through
+     * {@code @VisibleForTesting} members).
+     */
+    String tieringState(long tableId, long freshnessMs) throws Exception {
+        if (coordinator == null) {
+            return "no coordinator";
+        }
+        Object manager = field(coordinator, "lakeTableTieringManager");
+        java.util.concurrent.locks.Lock lock =
+                (java.util.concurrent.locks.Lock) field(manager, "lock");
+        lock.lock();
+        try {
+            Object freshness = ((Map<?, ?>) field(manager, "tableLakeFreshness")).get(tableId);
+            if (freshness == null || (Long) freshness != freshnessMs) {
+                return "freshness " + freshness;
+            }
+            Object state = ((Map<?, ?>) field(manager, "tieringStates")).get(tableId);
+            return String.valueOf(state);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static Object field(Object target, String name) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = target.getClass().getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(target);
+    }
+
     int runningTabletServers() {
         return tablets.size();
     }
