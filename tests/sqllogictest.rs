@@ -349,6 +349,7 @@ const REAL_FLUSS_FILES: &[&str] = &[
     "partitions.slt",
     "pk_filters.slt",
     "pk_lake_only.slt",
+    "pk_lake_runs.slt",
     "pk_partial_update.slt",
     "pk_tail_only.slt",
     "pk_updates_across_cut.slt",

@@ -34,7 +34,7 @@ use futures::stream::BoxStream;
 use object_store::ObjectStore;
 
 pub use self::plan::{
-    ColumnMapping, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask,
+    ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask,
 };
 use crate::error::{Error, Result};
 use crate::source::FlussTable;

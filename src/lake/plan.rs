@@ -64,11 +64,38 @@ pub struct MergeTask {
     pub rows: i64,
 }
 
+/// A primary-key split whose sorted runs are plain parquet files the provider merges
+/// itself (Paimon's key-value files under its deduplicate merge engine): every file
+/// holds one row per key with the row's kind in [`Self::row_kind_column`], and a
+/// key's newest row is its version.
+///
+/// Every run streams through DataFusion's parquet source (row-group and page pruning,
+/// filters allowed); a row is kept when no newer run holds its key (the newer runs'
+/// key columns are read first into a hash of keys) and the Fluss tail never touched
+/// it. A hash of keys instead of a k-way merge by key: no per-row comparison across
+/// runs, and memory follows the newer runs' keys, not their rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyedRuns {
+    /// The oldest sorted run (one level, or one file): unique keys, every row older
+    /// than every row of [`Self::newer`].
+    pub base: Vec<LakeFile>,
+    /// Whether the base may hold delete rows (their key is gone: they are dropped).
+    pub base_has_deletes: bool,
+    /// The newer files in the order their rows apply (ascending sequence numbers).
+    pub newer: Vec<LakeFile>,
+    /// The physical column holding each row's kind (Paimon `_VALUE_KIND`: 0 `+I`,
+    /// 1 `-U`, 2 `+U`, 3 `-D`).
+    pub row_kind_column: String,
+}
+
 /// How a split is read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LakeRead {
     /// Plain parquet files: every physical row is a live row.
     Parquet(ColumnMapping),
+    /// Sorted runs of plain parquet files merged by key by the provider (columns by
+    /// name).
+    KeyedRuns(KeyedRuns),
     /// Merge-on-read through the lake format's reader.
     MergeOnRead(MergeTask),
 }
@@ -94,7 +121,7 @@ impl LakePlan {
     pub fn parquet_mapping(&self) -> crate::error::Result<ColumnMapping> {
         let mut mappings = self.splits.iter().filter_map(|s| match &s.read {
             LakeRead::Parquet(mapping) => Some(mapping),
-            LakeRead::MergeOnRead(_) => None,
+            LakeRead::KeyedRuns(_) | LakeRead::MergeOnRead(_) => None,
         });
         let Some(first) = mappings.next() else {
             return Ok(ColumnMapping::ByName);
@@ -113,7 +140,20 @@ impl LakeSplit {
     pub fn merge_task(&self) -> Option<&MergeTask> {
         match &self.read {
             LakeRead::MergeOnRead(task) => Some(task),
-            LakeRead::Parquet(_) => None,
+            LakeRead::Parquet(_) | LakeRead::KeyedRuns(_) => None,
+        }
+    }
+
+    /// Whether the split is plain parquet files whose every row is live.
+    pub fn is_plain(&self) -> bool {
+        matches!(self.read, LakeRead::Parquet(_))
+    }
+
+    /// The sorted runs, for splits the provider merges by key.
+    pub fn keyed_runs(&self) -> Option<&KeyedRuns> {
+        match &self.read {
+            LakeRead::KeyedRuns(runs) => Some(runs),
+            LakeRead::Parquet(_) | LakeRead::MergeOnRead(_) => None,
         }
     }
 }

@@ -28,6 +28,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 use super::field_ids::FieldIdAdapterFactory;
+use super::statistics::ColumnEstimates;
 use crate::error::{Error, Result};
 use crate::lake::{ColumnMapping, LakeFile, LakeTable, MergeTask};
 
@@ -96,12 +97,16 @@ pub struct FlussLakeMergeExec {
     schema: SchemaRef,
     snapshot_id: i64,
     limit: Option<usize>,
+    /// Table columns of `schema` (all when `None`), for the statistics.
+    projection: Option<Vec<usize>>,
+    estimates: ColumnEstimates,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
 
 impl FlussLakeMergeExec {
-    /// A scan of `groups` of tasks producing `schema`.
+    /// A scan of `groups` of tasks producing `schema` (the table's `projection`).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         lake: Arc<dyn LakeTable>,
         table_name: String,
@@ -109,6 +114,8 @@ impl FlussLakeMergeExec {
         schema: SchemaRef,
         snapshot_id: i64,
         limit: Option<usize>,
+        projection: Option<Vec<usize>>,
+        estimates: ColumnEstimates,
     ) -> Self {
         let properties = super::describe::leaf_properties(&schema, groups.len());
         Self {
@@ -118,6 +125,8 @@ impl FlussLakeMergeExec {
             schema,
             snapshot_id,
             limit,
+            projection,
+            estimates,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -179,8 +188,19 @@ impl ExecutionPlan for FlussLakeMergeExec {
         Some(self.metrics.clone_inner())
     }
 
-    fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
-        Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+    /// Inexact: the tasks' rows before merging, columns estimated from the lake's.
+    fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        let rows = |g: &Vec<MergeTask>| g.iter().map(|t| t.rows.max(0) as usize).sum::<usize>();
+        let rows = match partition {
+            Some(p) => self.groups.get(p).map_or(0, rows),
+            None => self.groups.iter().map(rows).sum(),
+        };
+        let rows = self.limit.map_or(rows, |l| rows.min(l));
+        Ok(Arc::new(self.estimates.for_rows(
+            rows,
+            self.projection.as_deref(),
+            false,
+        )))
     }
 }
 
@@ -233,11 +253,16 @@ fn contiguous_groups(files: Vec<PartitionedFile>, target: usize) -> Vec<Vec<Part
     groups
 }
 
+/// Statistics of lake files by path, from their footers (`statistics::lake_file_statistics`).
+pub type FileStatistics = std::collections::HashMap<String, Arc<Statistics>>;
+
 /// Plans plain lake parquet files as DataFusion's parquet scan: `table_schema` is the
 /// Fluss schema (the schema adapter casts file types and ignores lake-only columns),
 /// file columns matched to it by `mapping`, files in path order cut into
 /// `target_partitions` contiguous groups, the predicate used for row-group and page
-/// pruning.
+/// pruning. Files with footer statistics in `statistics` report them (as a
+/// `ListingTable` does) when their columns map by name; by field id, a footer's
+/// names may be a renamed column's, so only row counts are reported.
 #[allow(clippy::too_many_arguments)]
 pub fn parquet_scan(
     state: &dyn Session,
@@ -247,11 +272,21 @@ pub fn parquet_scan(
     projection: Option<Vec<usize>>,
     predicate: Option<Arc<dyn PhysicalExpr>>,
     limit: Option<usize>,
+    statistics: &FileStatistics,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if files.is_empty() {
         return Ok(None);
     }
     let (store_url, mut partitioned) = partitioned_files(files)?;
+    let by_name = matches!(mapping, ColumnMapping::ByName);
+    let all_known = files.iter().all(|f| statistics.contains_key(&f.path));
+    if by_name && all_known {
+        for (file, partitioned) in files.iter().zip(partitioned.iter_mut()) {
+            if let Some(stats) = statistics.get(&file.path) {
+                partitioned.statistics = Some(stats.clone());
+            }
+        }
+    }
     // Files in path order, cut into target_partitions contiguous groups of about equal
     // bytes. DataFusion's file-scan repartitioning then re-splits large files by byte
     // range in this same order, giving the row-group split a ListingTable over the
@@ -345,8 +380,27 @@ impl ParquetScanConfig {
         if let Some(p) = self.predicate {
             source = source.with_predicate(p);
         }
-        let mut stats = Statistics::new_unknown(&self.table_schema);
-        stats.num_rows = Precision::Exact(self.rows.max(0) as usize);
+        let with_files = groups.iter().flatten().all(|f| f.statistics.is_some());
+        let merge = |files: &[PartitionedFile]| {
+            Statistics::try_merge_iter(
+                files.iter().filter_map(|f| f.statistics.as_deref()),
+                &self.table_schema,
+            )
+            .map_err(|e| Error::internal("lake file statistics").with_source(e))
+        };
+        let (groups, stats) = if with_files && !groups.is_empty() {
+            let all: Vec<PartitionedFile> = groups.iter().flatten().cloned().collect();
+            let summary = merge(&all)?;
+            let groups = groups
+                .into_iter()
+                .map(|g| Ok(FileGroup::new(g.clone()).with_statistics(Arc::new(merge(&g)?))))
+                .collect::<Result<Vec<_>>>()?;
+            (groups, summary)
+        } else {
+            let mut stats = Statistics::new_unknown(&self.table_schema);
+            stats.num_rows = Precision::Exact(self.rows.max(0) as usize);
+            (groups.into_iter().map(FileGroup::new).collect(), stats)
+        };
         let adapter = match &self.mapping {
             ColumnMapping::ByName => None,
             ColumnMapping::ByFieldId(columns) => {
@@ -358,7 +412,7 @@ impl ParquetScanConfig {
         };
         let config = FileScanConfigBuilder::new(store_url, Arc::new(source))
             .with_expr_adapter(adapter)
-            .with_file_groups(groups.into_iter().map(FileGroup::new).collect())
+            .with_file_groups(groups)
             .with_statistics(stats)
             .with_limit(self.limit)
             .with_projection_indices(self.projection)

@@ -5,7 +5,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
@@ -22,6 +21,7 @@ use crate::source::{FlussSource, FlussTable};
 use crate::union::BucketCut;
 
 use super::describe::{describe_buckets, describe_projection};
+use super::statistics::ColumnEstimates;
 
 /// Scans `[start, stop)` of each bucket of a log table.
 #[derive(Debug)]
@@ -36,6 +36,7 @@ pub struct FlussLogScanExec {
     filters: Vec<String>,
     snapshot_id: Option<i64>,
     limit: Option<usize>,
+    estimates: ColumnEstimates,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -55,6 +56,7 @@ impl FlussLogScanExec {
         filters: Vec<String>,
         snapshot_id: Option<i64>,
         limit: Option<usize>,
+        estimates: ColumnEstimates,
     ) -> Self {
         let groups =
             super::describe::group_by_size(buckets, target_partitions, |b| b.range.offsets());
@@ -69,6 +71,7 @@ impl FlussLogScanExec {
             filters,
             snapshot_id,
             limit,
+            estimates,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -156,12 +159,16 @@ impl ExecutionPlan for FlussLogScanExec {
             None => self.buckets().map(span).sum(),
         };
         // Inexact: offsets count batches nobody has read yet (empty batches take an
-        // offset, and a damaged log must fail the read, not be answered from here).
-        let mut stats = Statistics::new_unknown(&self.schema);
-        stats.num_rows = Precision::Inexact(match self.limit {
+        // offset, and a damaged log must fail the read, not be answered from here);
+        // the columns are estimated from the lake's.
+        let rows = match self.limit {
             Some(l) => rows.min(l),
             None => rows,
-        });
-        Ok(Arc::new(stats))
+        };
+        Ok(Arc::new(self.estimates.for_rows(
+            rows,
+            self.projection.as_deref(),
+            false,
+        )))
     }
 }

@@ -9,6 +9,7 @@ mod lake_exec;
 mod lake_snapshots;
 mod log_exec;
 mod pk_exec;
+mod statistics;
 mod table;
 
 pub use catalog::{FlussCatalog, FlussSchema};

@@ -15,15 +15,19 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::runtime::SpawnedTask;
-use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::physical_plan::filter_pushdown::{
+    ChildFilterPushdownResult, ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation,
+    PushedDown,
+};
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
@@ -35,11 +39,12 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 use super::lake_exec::merged_stream;
+use super::statistics::ColumnEstimates;
 use crate::error::{Error, Result};
 use crate::lake::{LakeTable, MergeTask};
 use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
-use crate::union::{BucketCut, ChangelogFold};
+use crate::union::{BucketCut, ChangelogFold, RunKeys};
 
 /// Metrics every DataFusion operator reports about its own output.
 const BASELINE_METRICS: [&str; 6] = [
@@ -61,25 +66,59 @@ pub struct PrimaryKeyBucketTask {
     /// Lake splits of this bucket that need merging (LSM levels that overlap, delete
     /// rows, deletion vectors), read by the lake format's reader.
     pub lake_splits: Vec<MergeTask>,
-    /// The bucket's raw-convertible lake splits (one sorted run, unique keys, no
-    /// deletes) as one DataFusion parquet scan.
+    /// The bucket's lake rows that hold one version per key as they are: its
+    /// raw-convertible splits (one sorted run, unique keys, no deletes) and the base
+    /// runs of its keyed-run splits, as one DataFusion parquet scan.
     pub lake_parquet: Option<BucketParquetScan>,
+    /// The newer files of its keyed-run splits, oldest first: each row is kept when
+    /// no newer file and no tail change holds its key.
+    pub lake_newer_runs: Vec<NewerRunScan>,
     /// The bucket's log tail, if it exists in Fluss.
     pub tail: Option<BucketCut>,
 }
 
-/// The raw-convertible lake splits of one bucket, planned as a parquet scan with one
-/// output partition. Their rows are the bucket's live lake rows as they are, so
-/// DataFusion's parquet reader (footer cache, row-group and page pruning) reads them
-/// instead of the lake format's merge reader.
+/// The lake files of one bucket that hold one row per key (raw-convertible splits,
+/// base runs), planned as a parquet scan with one output partition, so DataFusion's
+/// parquet reader (footer cache, row-group and page pruning) reads them instead of
+/// the lake format's merge reader.
 #[derive(Debug, Clone)]
 pub struct BucketParquetScan {
-    /// A `DataSourceExec` with a single file group, producing `scan_schema`.
+    /// A `DataSourceExec` with a single file group, producing `scan_schema`, followed
+    /// by the row-kind column when [`Self::drops_deletes`].
     pub plan: Arc<dyn ExecutionPlan>,
     /// Lake splits it reads.
     pub splits: usize,
+    /// How many of them are keyed-run splits (the rest are raw convertible).
+    pub run_splits: usize,
     /// Rows in its files.
     pub rows: u64,
+    /// Whether rows whose kind is a delete (`-U`, `-D`) are dropped: the key has no
+    /// version in the lake then.
+    pub drops_deletes: bool,
+}
+
+/// One newer file of a bucket's keyed-run splits, as two parquet scans with one
+/// output partition: its key columns (read first, unfiltered, into the bucket's
+/// [`RunKeys`]) and its rows (`scan_schema` then the row-kind column, filters
+/// allowed: a row is output only as its key's newest version).
+#[derive(Debug, Clone)]
+pub struct NewerRunScan {
+    /// The key columns, in primary-key order.
+    pub keys: Arc<dyn ExecutionPlan>,
+    /// The scan columns and the row kind.
+    pub rows: Arc<dyn ExecutionPlan>,
+    /// Rows in the file.
+    pub row_count: u64,
+}
+
+/// Whether a Paimon row kind (`RowKind.toByteValue`: 0 `+I`, 1 `-U`, 2 `+U`, 3 `-D`)
+/// keeps its row; an unknown kind is `None`.
+fn row_kind_is_live(kind: i8) -> Option<bool> {
+    match kind {
+        0 | 2 => Some(true),
+        1 | 3 => Some(false),
+        _ => None,
+    }
 }
 
 impl PrimaryKeyBucketTask {
@@ -88,7 +127,8 @@ impl PrimaryKeyBucketTask {
     pub fn estimated_rows(&self) -> u64 {
         let merged: i64 = self.lake_splits.iter().map(|t| t.rows).sum();
         let raw = self.lake_parquet.as_ref().map_or(0, |p| p.rows);
-        merged.max(0) as u64 + raw + self.tail.as_ref().map_or(0, |c| c.range.offsets())
+        let newer: u64 = self.lake_newer_runs.iter().map(|r| r.row_count).sum();
+        merged.max(0) as u64 + raw + newer + self.tail.as_ref().map_or(0, |c| c.range.offsets())
     }
 
     /// Lake splits of the bucket, merged or raw.
@@ -114,6 +154,8 @@ pub struct PrimaryKeyMergeInputs {
     pub key_positions: Vec<usize>,
     /// Positions in `scan_schema` of the columns the scan outputs.
     pub output_positions: Vec<usize>,
+    /// Column estimates of the table, for the statistics.
+    pub estimates: ColumnEstimates,
 }
 
 /// The primary-key union scan.
@@ -166,13 +208,12 @@ impl DisplayAs for FlussPrimaryKeyScanExec {
             .clone()
             .map(PrimaryKeyBucketTask::lake_split_count)
             .sum();
-        let raw: usize = tasks
-            .filter_map(|t| t.lake_parquet.as_ref())
-            .map(|p| p.splits)
-            .sum();
+        let parquet = tasks.filter_map(|t| t.lake_parquet.as_ref());
+        let runs: usize = parquet.clone().map(|p| p.run_splits).sum();
+        let raw: usize = parquet.map(|p| p.splits).sum::<usize>() - runs;
         write!(
             f,
-            "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={} ({raw} raw parquet), log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
+            "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={} ({raw} raw parquet, {runs} keyed runs), log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
             self.inputs.table.path,
             self.inputs
                 .lake
@@ -215,6 +256,8 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             context,
             counters: super::describe::log_counters(&self.metrics, partition),
             lake_rows: MetricBuilder::new(&self.metrics).counter("lake_rows", partition),
+            newer_run_rows: MetricBuilder::new(&self.metrics)
+                .counter("lake_newer_run_rows", partition),
             dropped: MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition),
             tail_live: MetricBuilder::new(&self.metrics).counter("tail_live_rows", partition),
             fold_time: MetricBuilder::new(&self.metrics).subset_time("tail_fold_time", partition),
@@ -228,9 +271,11 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         let stream = futures::stream::iter(tasks)
             .map(move |task| {
                 let merge = merge.clone();
-                // A bucket without a tail has nothing to fold: no task is spawned, so a
-                // fully tiered table schedules nothing beyond its partitions.
-                let has_tail = task.tail.as_ref().is_some_and(|cut| !cut.range.is_empty());
+                // A bucket without a tail or newer runs has nothing to fold: no task is
+                // spawned, so a fully tiered table schedules nothing beyond its
+                // partitions.
+                let has_tail = task.tail.as_ref().is_some_and(|cut| !cut.range.is_empty())
+                    || !task.lake_newer_runs.is_empty();
                 let folding = has_tail.then(|| {
                     SpawnedTask::spawn({
                         let (merge, task) = (merge.clone(), task.clone());
@@ -259,15 +304,15 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
     /// pruned, bytes scanned), summed by name when shown.
     fn metrics(&self) -> Option<MetricsSet> {
         let mut set = self.metrics.clone_inner();
-        for scan in self
-            .groups
-            .iter()
-            .flatten()
-            .filter_map(|t| t.lake_parquet.as_ref())
-        {
+        let scans = self.groups.iter().flatten().flat_map(|t| {
+            let base = t.lake_parquet.as_ref().map(|p| &p.plan);
+            base.into_iter()
+                .chain(t.lake_newer_runs.iter().flat_map(|r| [&r.keys, &r.rows]))
+        });
+        for plan in scans {
             // Its baseline metrics (output rows, compute time) describe the lake read,
             // not this node's output: leave them out.
-            let metrics = scan.plan.metrics();
+            let metrics = plan.metrics();
             for metric in metrics.iter().flat_map(MetricsSet::iter) {
                 if !BASELINE_METRICS.contains(&metric.value().name()) {
                     set.push(metric.clone());
@@ -277,22 +322,131 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         Some(set)
     }
 
-    /// Inexact row count ([`PrimaryKeyBucketTask::estimated_rows`]): enough for
-    /// DataFusion to pick the PK table as a join's build side when it is the smaller
-    /// input.
+    /// Filters pushed at run time (hash-join and TopK dynamic filters, `Post` phase) go
+    /// to the buckets' lake parquet scans, whose row groups and pages they then prune
+    /// as the join's build side fills: any filter may drop a lake row, as each is kept
+    /// only as its key's newest version, against keys read unfiltered (the tail's, the
+    /// newer runs'). The tail is never filtered (a stale version would surface), so the
+    /// parent keeps applying every filter.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        config: &ConfigOptions,
+    ) -> DfResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters: Vec<_> = child_pushdown_result
+            .parent_filters
+            .iter()
+            .map(|f| f.filter.clone())
+            .collect();
+        let kept = FilterPushdownPropagation::with_parent_pushdown_result(vec![
+            PushedDown::No;
+            filters.len()
+        ]);
+        // `Pre` filters are the query's own, planned into the scans already.
+        if phase != FilterPushdownPhase::Post || filters.is_empty() {
+            return Ok(kept);
+        }
+        let mut groups = self.groups.clone();
+        let mut changed = false;
+        let plans = groups.iter_mut().flatten().flat_map(|t| {
+            let base = t.lake_parquet.as_mut().map(|p| &mut p.plan);
+            base.into_iter()
+                .chain(t.lake_newer_runs.iter_mut().map(|r| &mut r.rows))
+        });
+        for plan in plans {
+            // The scan's first columns are this node's output columns, in order.
+            let offered = ChildPushdownResult {
+                parent_filters: filters
+                    .iter()
+                    .map(|f| ChildFilterPushdownResult {
+                        filter: f.clone(),
+                        child_results: Vec::new(),
+                    })
+                    .collect(),
+                self_filters: Vec::new(),
+            };
+            let result = plan.handle_child_pushdown_result(phase, offered, config)?;
+            if let Some(updated) = result.updated_node {
+                *plan = updated;
+                changed = true;
+            }
+        }
+        if !changed {
+            return Ok(kept);
+        }
+        let updated = Self {
+            inputs: self.inputs.clone(),
+            groups,
+            schema: self.schema.clone(),
+            limit: self.limit,
+            filters: self.filters.clone(),
+            properties: self.properties.clone(),
+            metrics: ExecutionPlanMetricsSet::new(),
+        };
+        Ok(kept.with_updated_node(Arc::new(updated)))
+    }
+
+    /// Inexact: rows read ([`PrimaryKeyBucketTask::estimated_rows`]; updates and
+    /// deletes make the merged count smaller), columns estimated from the lake's
+    /// footers, so DataFusion orders joins as it would over the merged parquet.
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         let rows = |t: &PrimaryKeyBucketTask| t.estimated_rows() as usize;
         let total: usize = match partition {
             Some(p) => self.groups.get(p).map_or(0, |g| g.iter().map(rows).sum()),
             None => self.groups.iter().flatten().map(rows).sum(),
         };
-        let mut stats = Statistics::new_unknown(&self.schema);
-        stats.num_rows = Precision::Inexact(match self.limit {
-            Some(limit) => total.min(limit),
-            None => total,
-        });
-        Ok(Arc::new(stats))
+        let rows = self.limit.map_or(total, |l| total.min(l));
+        let columns: Vec<usize> = self
+            .inputs
+            .output_positions
+            .iter()
+            .map(|&p| self.inputs.scan_columns[p])
+            .collect();
+        // The lake files bound the rows only when there is no tail to change them.
+        let bounded = self.inputs.estimates.covers_lake()
+            && self.groups.iter().flatten().all(|t| t.tail.is_none());
+        Ok(Arc::new(self.inputs.estimates.for_rows(
+            rows,
+            Some(&columns),
+            bounded,
+        )))
     }
+}
+
+/// The row-kind column of a key-value batch: the column after its `columns` scan
+/// columns.
+fn row_kinds(
+    batch: &RecordBatch,
+    columns: usize,
+) -> Result<&datafusion::arrow::array::PrimitiveArray<datafusion::arrow::datatypes::Int8Type>> {
+    use datafusion::arrow::array::AsArray;
+    let kinds = batch
+        .columns()
+        .get(columns)
+        .ok_or_else(|| Error::internal("a key-value lake batch has no row-kind column"))?;
+    if kinds.null_count() > 0 {
+        return Err(Error::data_invalid("a lake row kind is null"));
+    }
+    kinds
+        .as_primitive_opt()
+        .ok_or_else(|| Error::internal("the lake row-kind column is not Int8"))
+}
+
+/// The rows of a key-value batch whose kind keeps them, without the row-kind column.
+fn live_rows(batch: &RecordBatch, columns: usize) -> Result<RecordBatch> {
+    let kinds = row_kinds(batch, columns)?;
+    let keep = kinds
+        .values()
+        .iter()
+        .map(|k| {
+            row_kind_is_live(*k).map(Some).ok_or_else(|| {
+                Error::data_invalid(format!("lake row kind {k} is not a Paimon row kind"))
+            })
+        })
+        .collect::<Result<BooleanArray>>()?;
+    let projected = batch.project(&(0..columns).collect::<Vec<_>>())?;
+    Ok(filter_record_batch(&projected, &keep)?)
 }
 
 /// What merging one bucket needs, shared by the buckets of an output partition.
@@ -300,6 +454,8 @@ struct BucketMerge {
     inputs: Arc<PrimaryKeyMergeInputs>,
     counters: crate::log::LogReadCounters,
     lake_rows: Count,
+    /// Rows of newer lake runs read.
+    newer_run_rows: Count,
     dropped: Count,
     tail_live: Count,
     /// Reading, decoding and folding the tail.
@@ -313,8 +469,8 @@ struct BucketMerge {
 }
 
 impl BucketMerge {
-    /// Reads and folds the bucket's tail.
-    async fn fold_tail(&self, task: &PrimaryKeyBucketTask) -> Result<ChangelogFold> {
+    /// Reads and folds the bucket's tail, and reads its newer lake runs' keys.
+    async fn fold_tail(&self, task: &PrimaryKeyBucketTask) -> Result<BucketFold> {
         let inputs = &self.inputs;
         let _timer = self.fold_time.timer();
         let mut fold =
@@ -324,6 +480,7 @@ impl BucketMerge {
             inputs.table.path, task.bucket
         ));
         fold.track_memory(consumer.register(self.context.memory_pool()))?;
+        let runs = self.newer_run_keys(task).await?;
         if let Some(cut) = &task.tail {
             fold.reserve(cut.range.offsets().min(1 << 24) as usize)?;
             let options = LogReadOptions {
@@ -340,47 +497,109 @@ impl BucketMerge {
                 fold.apply(&batch.batch, &batch.change_types)?;
             }
         }
-        Ok(fold)
+        Ok(BucketFold { fold, runs })
     }
 
-    /// Streams the bucket's lake rows whose key the tail did not touch, then the
-    /// tail's live rows.
+    /// The keys of the bucket's newer lake runs, each with the newest run holding it.
+    async fn newer_run_keys(&self, task: &PrimaryKeyBucketTask) -> Result<RunKeys> {
+        let inputs = &self.inputs;
+        let types: Vec<_> = inputs
+            .key_positions
+            .iter()
+            .map(|&p| inputs.scan_schema.field(p).data_type().clone())
+            .collect();
+        let mut runs = RunKeys::new(&types)?;
+        if task.lake_newer_runs.is_empty() {
+            return Ok(runs);
+        }
+        let consumer = MemoryConsumer::new(format!(
+            "FlussPrimaryKeyScanExec lake run keys (table {}, bucket {})",
+            inputs.table.path, task.bucket
+        ));
+        runs.track_memory(consumer.register(self.context.memory_pool()))?;
+        for (i, run) in task.lake_newer_runs.iter().enumerate() {
+            let mut keys = run.keys.execute(0, self.context.clone())?;
+            while let Some(batch) = keys.try_next().await? {
+                runs.insert(i as u32 + 1, batch.columns())?;
+            }
+        }
+        Ok(runs)
+    }
+
+    /// Streams the bucket's lake rows that are their key's newest lake version and
+    /// whose key the tail did not touch, then the tail's live rows.
     fn merge(
         self: Arc<Self>,
         task: PrimaryKeyBucketTask,
-        fold: ChangelogFold,
+        fold: BucketFold,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let inputs = &self.inputs;
-        let fold = Arc::new(fold);
-        // the bucket's lake rows: raw splits through DataFusion's parquet reader, the
-        // rest through the lake format's merge reader (their key ranges do not overlap)
-        let raw_stream = match &task.lake_parquet {
-            Some(scan) => scan
-                .plan
-                .execute(0, self.context.clone())?
-                .map(|batch| batch.map_err(Error::from))
+        let BucketFold { fold, runs } = fold;
+        let (fold, runs) = (Arc::new(fold), Arc::new(runs));
+        let columns = inputs.scan_columns.len();
+        let table = inputs.table.path.to_string();
+        // The bucket's lake rows, each with its run: 0 for raw splits, base runs and
+        // the lake format's merge reader (their key ranges do not overlap the other
+        // splits'), then each newer run's file. Key-value files drop their delete rows.
+        let parquet_rows = |plan: &Arc<dyn ExecutionPlan>, run: u32, kinds: bool| {
+            let table = table.clone();
+            Ok::<_, Error>(
+                plan.execute(0, self.context.clone())?
+                    .map(move |batch| {
+                        let batch = batch.map_err(Error::from)?;
+                        let batch = if kinds {
+                            live_rows(&batch, columns)
+                                .map_err(|e| e.with_context("table", &table))?
+                        } else {
+                            batch
+                        };
+                        Ok((batch, run))
+                    })
+                    .boxed(),
+            )
+        };
+        let mut streams: Vec<BoxStream<'static, Result<(RecordBatch, u32)>>> = Vec::new();
+        if let Some(scan) = &task.lake_parquet {
+            streams.push(parquet_rows(&scan.plan, 0, scan.drops_deletes)?);
+        }
+        if let (Some((lake, snapshot_id)), false) = (&inputs.lake, task.lake_splits.is_empty()) {
+            streams.push(
+                merged_stream(
+                    lake.clone(),
+                    *snapshot_id,
+                    task.lake_splits.clone(),
+                    inputs.scan_schema.clone(),
+                    table.clone(),
+                )
+                .map(|b| b.map(|b| (b, 0)))
                 .boxed(),
-            None => futures::stream::empty().boxed(),
-        };
-        let merged = match (&inputs.lake, task.lake_splits.is_empty()) {
-            (Some((lake, snapshot_id)), false) => merged_stream(
-                lake.clone(),
-                *snapshot_id,
-                task.lake_splits,
-                inputs.scan_schema.clone(),
-                inputs.table.path.to_string(),
-            ),
-            _ => futures::stream::empty().boxed(),
-        };
-        // lake rows not overridden by the tail
+            );
+        }
+        for (i, run) in task.lake_newer_runs.iter().enumerate() {
+            streams.push(parquet_rows(&run.rows, i as u32 + 1, true)?);
+        }
+        // lake rows that are their key's newest version, not overridden by the tail
         let lake_stream = {
-            let fold = fold.clone();
+            let (fold, runs) = (fold.clone(), runs.clone());
             let merge = self.clone();
-            raw_stream.chain(merged).map(move |batch| {
-                let batch = batch?;
-                merge.lake_rows.add(batch.num_rows());
+            futures::stream::iter(streams).flatten().map(move |item| {
+                let (batch, run) = item?;
+                if run == 0 {
+                    merge.lake_rows.add(batch.num_rows());
+                } else {
+                    merge.newer_run_rows.add(batch.num_rows());
+                }
                 let _timer = merge.anti_join_time.timer();
-                let keep = fold.surviving(&batch, &merge.inputs.key_positions)?;
+                let key_positions = &merge.inputs.key_positions;
+                let mut keep = fold.surviving(&batch, key_positions)?;
+                if !runs.is_empty() {
+                    let keys: Vec<_> = key_positions
+                        .iter()
+                        .map(|&p| batch.column(p).clone())
+                        .collect();
+                    let newest = runs.newest(run, &keys)?;
+                    keep = BooleanArray::new(keep.values() & &newest, None);
+                }
                 // Project first: key columns the query did not ask for are not copied.
                 let batch = batch.project(&merge.inputs.output_positions)?;
                 let kept = if keep.true_count() == batch.num_rows() {
@@ -399,4 +618,10 @@ impl BucketMerge {
         let tail_stream = futures::stream::iter(live.into_iter().map(Ok));
         Ok(lake_stream.chain(tail_stream).boxed())
     }
+}
+
+/// A bucket's folded tail and its newer lake runs' keys.
+struct BucketFold {
+    fold: ChangelogFold,
+    runs: RunKeys,
 }

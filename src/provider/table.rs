@@ -38,14 +38,19 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::scalar::ScalarValue;
 
-use super::lake_exec::{FlussLakeMergeExec, object_location, parquet_bucket_scan, parquet_scan};
+use super::lake_exec::{
+    FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan, parquet_scan,
+};
 use super::log_exec::FlussLogScanExec;
 use super::pk_exec::{
-    BucketParquetScan, FlussPrimaryKeyScanExec, PrimaryKeyBucketTask, PrimaryKeyMergeInputs,
+    BucketParquetScan, FlussPrimaryKeyScanExec, NewerRunScan, PrimaryKeyBucketTask,
+    PrimaryKeyMergeInputs,
 };
+use super::statistics::{ColumnEstimates, lake_file_statistics};
 use crate::error::{Error, Result};
 use crate::lake::{
-    LakeFile, LakeLocation, LakePlan, LakeScanRequest, LakeSplit, LakeTable, MergeTask,
+    ColumnMapping, LakeFile, LakeLocation, LakePlan, LakeRead, LakeScanRequest, LakeSplit,
+    LakeTable, MergeTask,
 };
 use crate::source::{FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
@@ -76,6 +81,13 @@ pub struct FlussTableProvider {
 struct LakeScan {
     lake: Arc<dyn LakeTable>,
     plan: LakePlan,
+}
+
+/// What the scan nodes report as statistics: the lake files' footers, and column
+/// estimates for the rows nothing describes (tail, merged splits).
+struct ScanStatistics {
+    files: FileStatistics,
+    estimates: ColumnEstimates,
 }
 
 impl FlussTableProvider {
@@ -196,6 +208,54 @@ impl FlussTableProvider {
         Ok(Some(LakeScan { lake, plan }))
     }
 
+    /// The statistics of the plan's lake files from their footers (those DataFusion's
+    /// parquet source reads; the merge-on-read splits' files only when there are no
+    /// others), and the table's column estimates made from them.
+    async fn scan_statistics(
+        &self,
+        state: &dyn Session,
+        lake: Option<&LakeScan>,
+    ) -> Result<ScanStatistics> {
+        let Some(lake) = lake else {
+            return Ok(ScanStatistics {
+                files: FileStatistics::new(),
+                estimates: ColumnEstimates::without_lake(self.schema.clone()),
+            });
+        };
+        let mut files: Vec<LakeFile> = lake
+            .plan
+            .splits
+            .iter()
+            .filter(|s| s.merge_task().is_none())
+            .flat_map(|s| s.files.iter().cloned())
+            .collect();
+        let covers_lake = lake.plan.splits.iter().all(|s| s.merge_task().is_none());
+        if files.is_empty() {
+            files = lake
+                .plan
+                .splits
+                .iter()
+                .flat_map(|s| s.files.iter().cloned())
+                .collect();
+        }
+        let stats = lake_file_statistics(state, &files, &self.schema)
+            .await
+            .map_err(|e| e.with_context("table", self.table.path.to_string()))?;
+        let covers_lake = covers_lake
+            || files.len()
+                == lake
+                    .plan
+                    .splits
+                    .iter()
+                    .map(|s| s.files.len())
+                    .sum::<usize>();
+        let estimates = ColumnEstimates::new(self.schema.clone(), &stats, covers_lake);
+        Ok(ScanStatistics {
+            files: files.into_iter().map(|f| f.path).zip(stats).collect(),
+            estimates,
+        })
+    }
+
     /// The buckets that can hold rows matching `filters`, when they fix every bucket
     /// key to literal values (`k = v`, `k IN (...)`); `None` when they do not.
     fn buckets_for_filters(&self, filters: &PlacedFilters) -> Result<Option<HashSet<i32>>> {
@@ -247,15 +307,21 @@ impl FlussTableProvider {
         limit: Option<usize>,
         cut: UnionCut,
         lake: Option<LakeScan>,
+        statistics: ScanStatistics,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let predicate = self.physical_predicate(state, &filters.log());
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         let snapshot_id = cut.snapshot_id();
         if let Some(LakeScan { lake, plan }) = &lake {
+            if plan.splits.iter().any(|s| s.keyed_runs().is_some()) {
+                // only primary-key tables have runs to merge: never drop them silently
+                return Err(Error::internal("a log table's lake plan has keyed runs")
+                    .with_context("table", self.table.path.to_string()));
+            }
             let parquet_files: Vec<_> = plan
                 .splits
                 .iter()
-                .filter(|s| s.merge_task().is_none())
+                .filter(|s| s.is_plain())
                 .flat_map(|s| s.files.clone())
                 .collect();
             if let Some(scan) = parquet_scan(
@@ -268,6 +334,7 @@ impl FlussTableProvider {
                 // parquet source itself; passing them here too would apply them twice.
                 None,
                 limit,
+                &statistics.files,
             )? {
                 inputs.push(scan);
             }
@@ -280,6 +347,8 @@ impl FlussTableProvider {
                     output_schema.clone(),
                     plan.snapshot_id,
                     limit,
+                    projection.clone(),
+                    statistics.estimates.clone(),
                 )));
             }
         }
@@ -308,6 +377,7 @@ impl FlussTableProvider {
                     filters.describe(),
                     snapshot_id,
                     limit,
+                    statistics.estimates.clone(),
                 )));
             }
         }
@@ -326,6 +396,7 @@ impl FlussTableProvider {
         limit: Option<usize>,
         cut: UnionCut,
         lake: Option<LakeScan>,
+        statistics: ScanStatistics,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let key_indexes = self.table.info.get_schema().primary_key_indexes();
         let projected: Vec<usize> =
@@ -357,6 +428,7 @@ impl FlussTableProvider {
                     bucket,
                     lake_splits: Vec::new(),
                     lake_parquet: None,
+                    lake_newer_runs: Vec::new(),
                     tail: None,
                 });
                 tasks.len() - 1
@@ -371,38 +443,80 @@ impl FlussTableProvider {
         }
         if let Some(LakeScan { plan, .. }) = &lake {
             let mapping = plan.parquet_mapping()?;
-            // Raw-convertible splits hold each key once and nothing to merge, so any
-            // filter may prune their row groups (a lake row a filter rejects is never
-            // output, whether or not the tail overrides its key). Partition filters are
-            // left out: they are exact already, and a partition column need not be
-            // stored in the data files.
+            // Raw-convertible splits and the base runs of keyed-run splits hold each key
+            // once and nothing to merge, so any filter may prune their row groups (a
+            // lake row a filter rejects is never output, whether or not a newer run or
+            // the tail overrides its key). Partition filters are left out: they are
+            // exact already, and a partition column need not be stored in the data
+            // files. The newer runs are folded like the tail: never filtered.
             let predicate = self.physical_predicate(state, &filters.raw_lake());
-            let mut raw: Vec<Vec<&LakeSplit>> = Vec::new();
+            let mut reads: Vec<BucketLakeFiles> = Vec::new();
             for split in &plan.splits {
                 let i = task_index(&mut tasks, split.partition_name.clone(), split.bucket);
-                raw.resize(tasks.len(), Vec::new());
-                match split.merge_task() {
-                    Some(task) => tasks[i].lake_splits.push(task.clone()),
-                    None => raw[i].push(split),
+                reads.resize_with(tasks.len(), BucketLakeFiles::default);
+                let read = &mut reads[i];
+                match &split.read {
+                    LakeRead::MergeOnRead(task) => tasks[i].lake_splits.push(task.clone()),
+                    LakeRead::Parquet(_) => {
+                        read.splits += 1;
+                        read.base.extend(split.files.iter().cloned());
+                    }
+                    LakeRead::KeyedRuns(runs) => {
+                        read.splits += 1;
+                        read.run_splits += 1;
+                        read.base.extend(runs.base.iter().cloned());
+                        read.newer.extend(runs.newer.iter().cloned());
+                        read.base_has_deletes |= runs.base_has_deletes;
+                        read.row_kind = Some(runs.row_kind_column.clone());
+                    }
                 }
             }
-            for (task, splits) in tasks.iter_mut().zip(raw) {
-                if splits.is_empty() {
-                    continue;
+            for (task, read) in tasks.iter_mut().zip(reads) {
+                let row_kind = read.row_kind.as_deref().unwrap_or("_VALUE_KIND");
+                if !read.base.is_empty() {
+                    let (schema, columns) = if read.base_has_deletes {
+                        with_row_kind(&self.schema, &scan_columns, row_kind)
+                    } else {
+                        (self.schema.clone(), scan_columns.clone())
+                    };
+                    task.lake_parquet = Some(BucketParquetScan {
+                        plan: parquet_bucket_scan(
+                            state,
+                            &read.base,
+                            &mapping,
+                            schema,
+                            columns,
+                            predicate.clone(),
+                        )?,
+                        splits: read.splits,
+                        run_splits: read.run_splits,
+                        rows: read.base.iter().map(|f| f.rows.max(0) as u64).sum(),
+                        drops_deletes: read.base_has_deletes,
+                    });
                 }
-                let files: Vec<LakeFile> = splits.iter().flat_map(|s| s.files.clone()).collect();
-                task.lake_parquet = Some(BucketParquetScan {
-                    plan: parquet_bucket_scan(
-                        state,
-                        &files,
-                        &mapping,
-                        self.schema.clone(),
-                        scan_columns.clone(),
-                        predicate.clone(),
-                    )?,
-                    splits: splits.len(),
-                    rows: files.iter().map(|f| f.rows.max(0) as u64).sum(),
-                });
+                let (schema, columns) = with_row_kind(&self.schema, &scan_columns, row_kind);
+                for file in &read.newer {
+                    let files = std::slice::from_ref(file);
+                    task.lake_newer_runs.push(NewerRunScan {
+                        keys: parquet_bucket_scan(
+                            state,
+                            files,
+                            &ColumnMapping::ByName,
+                            self.schema.clone(),
+                            key_indexes.clone(),
+                            None,
+                        )?,
+                        rows: parquet_bucket_scan(
+                            state,
+                            files,
+                            &ColumnMapping::ByName,
+                            schema.clone(),
+                            columns.clone(),
+                            predicate.clone(),
+                        )?,
+                        row_count: file.rows.max(0) as u64,
+                    });
+                }
             }
         }
         tasks.retain(|t| t.tail.is_some() || t.lake_split_count() > 0);
@@ -414,6 +528,7 @@ impl FlussTableProvider {
             scan_schema,
             key_positions,
             output_positions,
+            estimates: statistics.estimates,
         };
         let exec = FlussPrimaryKeyScanExec::new(
             inputs,
@@ -424,6 +539,40 @@ impl FlussTableProvider {
         )?;
         Ok(Arc::new(exec))
     }
+}
+
+/// The lake files of one primary-key bucket read through DataFusion's parquet source.
+#[derive(Default)]
+struct BucketLakeFiles {
+    /// Raw-convertible files and the base runs of keyed-run splits: one row per key.
+    base: Vec<LakeFile>,
+    /// Whether a base file may hold delete rows.
+    base_has_deletes: bool,
+    /// The newer runs' files, in the order their rows apply.
+    newer: Vec<LakeFile>,
+    /// Lake splits read so, and how many of them are keyed runs.
+    splits: usize,
+    run_splits: usize,
+    /// The row-kind column of the keyed runs.
+    row_kind: Option<String>,
+}
+
+/// `schema` with the lake's row-kind column (`Int8`) after its columns, and
+/// `columns` with that column's index added last: what a scan of key-value files
+/// reads when it needs each row's kind.
+fn with_row_kind(schema: &SchemaRef, columns: &[usize], name: &str) -> (SchemaRef, Vec<usize>) {
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new(
+        name,
+        datafusion::arrow::datatypes::DataType::Int8,
+        false,
+    ));
+    let mut columns = columns.to_vec();
+    columns.push(fields.len() - 1);
+    (
+        Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())),
+        columns,
+    )
 }
 
 /// Groups merge-on-read tasks into at most `target` output partitions.
@@ -559,12 +708,22 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             Some(p) => Arc::new(self.schema.project(p)?),
             None => self.schema.clone(),
         };
+        let statistics = self.scan_statistics(state, lake.as_ref()).await?;
         let plan = if self.table.info.has_primary_key() {
-            self.scan_pk_table(state, projection, &placed, limit, cut, lake)
+            self.scan_pk_table(state, projection, &placed, limit, cut, lake, statistics)
                 .await?
         } else {
-            self.scan_log_table(state, projection, output_schema, &placed, limit, cut, lake)
-                .await?
+            self.scan_log_table(
+                state,
+                projection,
+                output_schema,
+                &placed,
+                limit,
+                cut,
+                lake,
+                statistics,
+            )
+            .await?
         };
         Ok(plan)
     }

@@ -38,14 +38,23 @@ type Latest = u64;
 const DELETED: Latest = u64::MAX;
 
 fn integer_key(schema: &SchemaRef, key_columns: &[usize]) -> bool {
-    key_columns.len() == 1
-        && matches!(
-            schema.field(key_columns[0]).data_type(),
-            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
-        )
+    let types: Vec<DataType> = key_columns
+        .iter()
+        .map(|&i| schema.field(i).data_type().clone())
+        .collect();
+    is_integer_key(&types)
 }
 
-fn as_i64(column: &ArrayRef) -> Result<ArrayRef> {
+/// Whether a key of these column types is one signed integer (indexed by value).
+pub(crate) fn is_integer_key(types: &[DataType]) -> bool {
+    matches!(
+        types,
+        [DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64]
+    )
+}
+
+/// An integer key column as `Int64`.
+pub(crate) fn as_i64(column: &ArrayRef) -> Result<ArrayRef> {
     Ok(cast(column, &DataType::Int64)?)
 }
 

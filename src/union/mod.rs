@@ -1,9 +1,12 @@
 //! Union read logic, independent of DataFusion's plan types: the pinned cut
-//! (`cut`) and the primary-key merge of lake rows with the log tail (`fold`).
+//! (`cut`), the primary-key merge of lake rows with the log tail (`fold`), and the
+//! keys of a bucket's newer lake runs (`runs`).
 
 pub(crate) mod cut;
 pub mod filters;
 pub(crate) mod fold;
+pub(crate) mod runs;
 
 pub(crate) use cut::{BucketCut, UnionCut, plan_cut};
 pub(crate) use fold::ChangelogFold;
+pub(crate) use runs::RunKeys;

@@ -448,7 +448,7 @@ async fn raw_lake_splits_are_read_as_parquet_and_still_overridden_by_the_tail() 
 
     let explain = query(&ctx, "EXPLAIN SELECT id FROM fluss.db.users").await;
     assert!(
-        explain.contains("lake_splits=2 (2 raw parquet)"),
+        explain.contains("lake_splits=2 (2 raw parquet, 0 keyed runs)"),
         "{explain}"
     );
     let ids_of = |sql: &'static str| {

@@ -19,7 +19,7 @@ use paimon::table::{DataSplit, Table};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::from_arrow58;
-use crate::lake::{ColumnMapping, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
+use crate::lake::{ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
 use crate::union::filters::{CompareOp, Comparison, LakePredicate, integer_literal};
 
 fn lake_err(message: &str) -> impl FnOnce(paimon::Error) -> Error {
@@ -106,6 +106,7 @@ pub async fn plan_snapshot(
         .plan()
         .await
         .map_err(lake_err("cannot plan the lake scan"))?;
+    let mergeable = provider_mergeable(pinned.schema().options());
     let mut splits = Vec::with_capacity(plan.splits().len());
     for split in plan.splits() {
         let files: Vec<LakeFile> = split
@@ -122,8 +123,15 @@ pub async fn plan_snapshot(
             .data_deletion_files()
             .is_some_and(|d| d.iter().any(Option::is_some));
         // A primary-key split is read as plain parquet when paimon says it is raw
-        // convertible (one sorted run or one file, unique keys, no delete rows).
-        let read = if has_deletes || (primary_key && !split.raw_convertible()) {
+        // convertible (one sorted run or one file, unique keys, no delete rows), as
+        // sorted runs the provider merges when their order is known, and by paimon's
+        // merge reader otherwise.
+        let runs = (primary_key && !has_deletes && !split.raw_convertible() && mergeable)
+            .then(|| keyed_runs(split))
+            .flatten();
+        let read = if let Some(runs) = runs {
+            LakeRead::KeyedRuns(runs)
+        } else if has_deletes || (primary_key && !split.raw_convertible()) {
             LakeRead::MergeOnRead(MergeTask {
                 payload: split
                     .serialize()
@@ -144,6 +152,76 @@ pub async fn plan_snapshot(
     Ok(LakePlan {
         snapshot_id,
         splits,
+    })
+}
+
+/// Paimon's row-kind column of key-value files.
+const VALUE_KIND_COLUMN: &str = "_VALUE_KIND";
+
+/// Whether the table's rows merge as the provider merges sorted runs: the
+/// deduplicate engine ordered by sequence number alone, deletes applied, no
+/// deletion vectors (what Fluss creates: `PaimonConversions` sets none of these).
+fn provider_mergeable(options: &HashMap<String, String>) -> bool {
+    let core = paimon::spec::CoreOptions::new(options);
+    matches!(
+        core.merge_engine(),
+        Ok(paimon::spec::MergeEngine::Deduplicate)
+    ) && core.sequence_fields().is_empty()
+        && core.rowkind_field().is_none()
+        && !core.ignore_delete()
+        && !core.deletion_vectors_enabled()
+}
+
+/// The split's files as sorted runs whose order the sequence numbers prove, or
+/// `None` (the merge reader reads it then).
+///
+/// The base is the highest level above 0 (one sorted run: its files' key ranges do not
+/// overlap), or the level-0 file with the oldest rows when every file is at level 0;
+/// every other file must hold only newer rows, and they apply in ascending sequence
+/// order (files whose sequence ranges overlap must share a level above 0, so never hold
+/// the same key).
+fn keyed_runs(split: &DataSplit) -> Option<KeyedRuns> {
+    let files = split.data_files();
+    let top = files.iter().map(|f| f.level).max()?;
+    let base_index: Vec<usize> = if top > 0 {
+        (0..files.len())
+            .filter(|&i| files[i].level == top)
+            .collect()
+    } else {
+        let oldest = (0..files.len()).min_by_key(|&i| files[i].max_sequence_number)?;
+        vec![oldest]
+    };
+    let (mut base, mut newer) = (Vec::new(), Vec::new());
+    for (i, f) in files.iter().enumerate() {
+        if base_index.contains(&i) {
+            base.push(f);
+        } else {
+            newer.push(f);
+        }
+    }
+    let base_max = base.iter().map(|f| f.max_sequence_number).max()?;
+    if newer.iter().any(|f| f.min_sequence_number <= base_max) {
+        return None;
+    }
+    newer.sort_by_key(|f| (f.min_sequence_number, f.max_sequence_number));
+    for pair in newer.windows(2) {
+        let ordered = pair[0].max_sequence_number < pair[1].min_sequence_number;
+        let same_run = pair[0].level == pair[1].level && pair[0].level > 0;
+        if !ordered && !same_run {
+            return None;
+        }
+    }
+    let file = |f: &&paimon::spec::DataFileMeta| LakeFile {
+        path: split.data_file_path(f),
+        size: f.file_size as u64,
+        rows: f.row_count,
+    };
+    Some(KeyedRuns {
+        // a file that does not say how many deletes it holds may hold some
+        base_has_deletes: base.iter().any(|f| f.delete_row_count != Some(0)),
+        base: base.iter().map(file).collect(),
+        newer: newer.iter().map(file).collect(),
+        row_kind_column: VALUE_KIND_COLUMN.to_string(),
     })
 }
 

@@ -1,0 +1,257 @@
+//! Statistics of union scans, so DataFusion orders joins and sizes filters as it does
+//! for plain parquet.
+//!
+//! DataFusion picks a hash join's build side by `total_byte_size`, then `num_rows`
+//! (`JoinSelection`), and estimates filters from column min/max. A `ListingTable`
+//! reads them from every file's footer; the lake side here reads the same footers
+//! through the session's file-metadata cache (which the parquet scan then reads them
+//! from), so lake files report exactly what `ListingTable` would. The log tail has no
+//! footers: its sizes and null counts are estimated from the lake's per-row figures
+//! (its values resemble the tiered ones), `Inexact`, and so is everything of a
+//! primary-key table, whose updates and deletes make the merged row count smaller
+//! than the rows read. Min/max are reported only for rows the footers cover: DataFusion
+//! takes even inexact min/max as bounds (a filter's interval analysis narrowing them to
+//! one value makes the column a constant, and a sort on it is dropped), so a tail
+//! whose values nobody has seen has none.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::{ColumnStatistics, Statistics};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use futures::{StreamExt, TryStreamExt};
+
+use super::lake_exec::object_location;
+use crate::error::{Error, Result};
+use crate::lake::LakeFile;
+
+/// Bytes a value of a variable-width column is assumed to take when no lake file
+/// says better (a never-tiered table).
+const VARIABLE_WIDTH_BYTES: usize = 24;
+
+/// Footers read at once while planning.
+const FOOTER_READS: usize = 16;
+
+/// Statistics of lake parquet files from their footers, in `files` order, over
+/// `schema` (columns by name; a column a file lacks counts as all NULL, as the scan
+/// reads it).
+pub async fn lake_file_statistics(
+    state: &dyn Session,
+    files: &[LakeFile],
+    schema: &SchemaRef,
+) -> Result<Vec<Arc<Statistics>>> {
+    let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+    // Futures owning what they read (a closure over borrowed files is not general
+    // enough for the `Send` future an async trait method needs).
+    let mut reads = Vec::with_capacity(files.len());
+    for file in files {
+        let (url, path) = object_location(&file.path)?;
+        let store = state.runtime_env().object_store(url).map_err(|e| {
+            Error::invalid_input("no object store for the lake files").with_source(e)
+        })?;
+        // the object meta the scan's reader caches the footer under
+        let meta = PartitionedFile::new(path, file.size).object_meta;
+        let (cache, schema, name) = (cache.clone(), schema.clone(), file.path.clone());
+        reads.push(async move {
+            let stats = DFParquetMetadata::new(store.as_ref(), &meta)
+                .with_file_metadata_cache(Some(cache))
+                .fetch_statistics(&schema)
+                .await
+                .map_err(|e| {
+                    Error::data_invalid("cannot read the footer of a lake file")
+                        .with_context("file", name)
+                        .with_source(e)
+                })?;
+            Ok::<_, Error>(Arc::new(stats))
+        });
+    }
+    futures::stream::iter(reads)
+        .buffered(FOOTER_READS)
+        .try_collect()
+        .await
+}
+
+/// Per-column estimates for any number of a table's rows, from what its lake files
+/// hold (or from the column types alone, when nothing is tiered).
+#[derive(Debug, Clone)]
+pub struct ColumnEstimates {
+    /// The table's columns.
+    schema: SchemaRef,
+    /// The lake files' statistics summed, over `schema`.
+    lake: Option<Arc<Statistics>>,
+    /// Whether those files are every lake file of the scan.
+    covers_lake: bool,
+}
+
+impl ColumnEstimates {
+    /// Estimates over `schema` from the statistics of some of the table's lake files
+    /// (`covers_lake`: all the scan reads).
+    pub fn new(schema: SchemaRef, files: &[Arc<Statistics>], covers_lake: bool) -> Self {
+        let lake = (!files.is_empty())
+            .then(|| Statistics::try_merge_iter(files.iter().map(|s| s.as_ref()), &schema).ok())
+            .flatten()
+            .filter(|s| s.num_rows.get_value().is_some_and(|r| *r > 0))
+            .map(Arc::new);
+        Self {
+            schema,
+            lake,
+            covers_lake,
+        }
+    }
+
+    /// Estimates without lake files.
+    pub fn without_lake(schema: SchemaRef) -> Self {
+        Self {
+            schema,
+            lake: None,
+            covers_lake: true,
+        }
+    }
+
+    /// Whether the estimates were made from every lake file of the scan (so the
+    /// files' min/max bound every lake row).
+    pub fn covers_lake(&self) -> bool {
+        self.covers_lake
+    }
+
+    /// Inexact statistics of `rows` rows of the table, projected to `projection`
+    /// (indexes into the table's columns; all of them when `None`): null counts and
+    /// byte sizes in the lake's proportion per row, and min/max as the lake files have
+    /// them when `bounded`: when every one of the rows is in the files the
+    /// estimates were made from.
+    pub fn for_rows(&self, rows: usize, projection: Option<&[usize]>, bounded: bool) -> Statistics {
+        let all: Vec<usize>;
+        let columns = match projection {
+            Some(p) => p,
+            None => {
+                all = (0..self.schema.fields().len()).collect();
+                &all
+            }
+        };
+        let lake_rows = self
+            .lake
+            .as_ref()
+            .and_then(|s| s.num_rows.get_value().copied())
+            .unwrap_or(0);
+        let scale = |n: usize| -> usize {
+            if lake_rows == 0 {
+                0
+            } else {
+                ((n as f64) * (rows as f64) / (lake_rows as f64)).round() as usize
+            }
+        };
+        let mut total = 0usize;
+        let column_statistics: Vec<ColumnStatistics> = columns
+            .iter()
+            .map(|&i| {
+                let field = self.schema.field(i);
+                let lake = self
+                    .lake
+                    .as_ref()
+                    .and_then(|s| s.column_statistics.get(i))
+                    .filter(|_| lake_rows > 0);
+                let byte_size = match lake.and_then(|c| c.byte_size.get_value()) {
+                    Some(bytes) => scale(*bytes),
+                    None => match field.data_type().primitive_width() {
+                        Some(width) => width * rows,
+                        None => VARIABLE_WIDTH_BYTES * rows,
+                    },
+                };
+                total += byte_size;
+                let mut column = ColumnStatistics::new_unknown();
+                column.byte_size = Precision::Inexact(byte_size);
+                if let Some(lake) = lake {
+                    if bounded {
+                        column.min_value = lake.min_value.clone().to_inexact();
+                        column.max_value = lake.max_value.clone().to_inexact();
+                    }
+                    column.null_count = match lake.null_count.get_value() {
+                        Some(nulls) => Precision::Inexact(scale(*nulls).min(rows)),
+                        None => Precision::Absent,
+                    };
+                    column.distinct_count = match lake.distinct_count.get_value() {
+                        Some(distinct) => Precision::Inexact((*distinct).min(rows)),
+                        None => Precision::Absent,
+                    };
+                }
+                column
+            })
+            .collect();
+        Statistics {
+            num_rows: Precision::Inexact(rows),
+            total_byte_size: Precision::Inexact(total),
+            column_statistics,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::scalar::ScalarValue;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+        ]))
+    }
+
+    fn lake_file(rows: usize, name_bytes: usize, nulls: usize) -> Arc<Statistics> {
+        let id = ColumnStatistics::new_unknown()
+            .with_min_value(Precision::Exact(ScalarValue::Int64(Some(1))))
+            .with_max_value(Precision::Exact(ScalarValue::Int64(Some(rows as i64))))
+            .with_null_count(Precision::Exact(0))
+            .with_byte_size(Precision::Exact(8 * rows));
+        let name = ColumnStatistics::new_unknown()
+            .with_null_count(Precision::Exact(nulls))
+            .with_byte_size(Precision::Inexact(name_bytes));
+        Arc::new(Statistics {
+            num_rows: Precision::Exact(rows),
+            total_byte_size: Precision::Inexact(8 * rows + name_bytes),
+            column_statistics: vec![id, name],
+        })
+    }
+
+    #[test]
+    fn rows_are_estimated_in_the_lakes_proportions() {
+        let estimates = ColumnEstimates::new(schema(), &[lake_file(100, 1000, 10)], true);
+        let stats = estimates.for_rows(50, None, true);
+        assert_eq!(stats.num_rows, Precision::Inexact(50));
+        assert_eq!(stats.total_byte_size, Precision::Inexact(400 + 500));
+        let id = &stats.column_statistics[0];
+        assert_eq!(
+            id.min_value,
+            Precision::Inexact(ScalarValue::Int64(Some(1)))
+        );
+        assert_eq!(
+            id.max_value,
+            Precision::Inexact(ScalarValue::Int64(Some(100)))
+        );
+        assert_eq!(stats.column_statistics[1].null_count, Precision::Inexact(5));
+        let projected = estimates.for_rows(50, Some(&[1]), true);
+        // rows the footers do not cover have no bounds
+        let tail = estimates.for_rows(50, None, false);
+        assert_eq!(tail.column_statistics[0].min_value, Precision::Absent);
+        assert_eq!(tail.column_statistics[0].max_value, Precision::Absent);
+        assert_eq!(projected.column_statistics.len(), 1);
+        assert_eq!(projected.total_byte_size, Precision::Inexact(500));
+    }
+
+    #[test]
+    fn without_a_lake_sizes_come_from_the_types() {
+        let stats = ColumnEstimates::without_lake(schema()).for_rows(10, None, true);
+        assert_eq!(
+            stats.total_byte_size,
+            Precision::Inexact(80 + 10 * VARIABLE_WIDTH_BYTES)
+        );
+        assert_eq!(stats.column_statistics[0].min_value, Precision::Absent);
+        // an empty lake file says nothing
+        let empty = ColumnEstimates::new(schema(), &[lake_file(0, 0, 0)], true);
+        assert!(empty.lake.is_none());
+    }
+}
