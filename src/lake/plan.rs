@@ -69,11 +69,13 @@ pub struct MergeTask {
 /// holds one row per key with the row's kind in [`Self::row_kind_column`], and a
 /// key's newest row is its version.
 ///
-/// Every run streams through DataFusion's parquet source (row-group and page pruning,
-/// filters allowed); a row is kept when no newer run holds its key (the newer runs'
-/// key columns are read first into a hash of keys) and the Fluss tail never touched
-/// it. A hash of keys instead of a k-way merge by key: no per-row comparison across
-/// runs, and memory follows the newer runs' keys, not their rows.
+/// Every run streams once through DataFusion's parquet source: the newer runs first,
+/// newest first and unfiltered, each row kept when no run streamed before it holds
+/// its key (its key is then recorded in a hash of keys), then the base (row-group and
+/// page pruning, filters allowed), each row kept when no newer run holds its key;
+/// always only when the Fluss tail never touched it. A hash of keys instead of a
+/// k-way merge by key: no per-row comparison across runs, and memory follows the
+/// newer runs' keys, not their rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyedRuns {
     /// The oldest sorted run (one level, or one file): unique keys, every row older

@@ -16,8 +16,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{BooleanArray, RecordBatch};
+use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::compute::filter_record_batch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::{DataFusionError, Statistics};
@@ -97,14 +98,11 @@ pub struct BucketParquetScan {
     pub drops_deletes: bool,
 }
 
-/// One newer file of a bucket's keyed-run splits, as two parquet scans with one
-/// output partition: its key columns (read first, unfiltered, into the bucket's
-/// [`RunKeys`]) and its rows (`scan_schema` then the row-kind column, filters
-/// allowed: a row is output only as its key's newest version).
+/// One newer file of a bucket's keyed-run splits, as a parquet scan with one output
+/// partition of `scan_schema` then the row-kind column. Never filtered: every key it
+/// holds hides the older runs' versions, a delete's too.
 #[derive(Debug, Clone)]
 pub struct NewerRunScan {
-    /// The key columns, in primary-key order.
-    pub keys: Arc<dyn ExecutionPlan>,
     /// The scan columns and the row kind.
     pub rows: Arc<dyn ExecutionPlan>,
     /// Rows in the file.
@@ -156,6 +154,17 @@ pub struct PrimaryKeyMergeInputs {
     pub output_positions: Vec<usize>,
     /// Column estimates of the table, for the statistics.
     pub estimates: ColumnEstimates,
+}
+
+impl PrimaryKeyMergeInputs {
+    /// The primary key's column types, in key order.
+    fn key_types(&self) -> Result<Vec<DataType>> {
+        Ok(self
+            .key_positions
+            .iter()
+            .map(|&p| self.scan_schema.field(p).data_type().clone())
+            .collect())
+    }
 }
 
 /// The primary-key union scan.
@@ -271,11 +280,9 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         let stream = futures::stream::iter(tasks)
             .map(move |task| {
                 let merge = merge.clone();
-                // A bucket without a tail or newer runs has nothing to fold: no task is
-                // spawned, so a fully tiered table schedules nothing beyond its
-                // partitions.
-                let has_tail = task.tail.as_ref().is_some_and(|cut| !cut.range.is_empty())
-                    || !task.lake_newer_runs.is_empty();
+                // A bucket without a tail has nothing to fold: no task is spawned, so a
+                // fully tiered table schedules nothing beyond its partitions.
+                let has_tail = task.tail.as_ref().is_some_and(|cut| !cut.range.is_empty());
                 let folding = has_tail.then(|| {
                     SpawnedTask::spawn({
                         let (merge, task) = (merge.clone(), task.clone());
@@ -307,7 +314,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         let scans = self.groups.iter().flatten().flat_map(|t| {
             let base = t.lake_parquet.as_ref().map(|p| &p.plan);
             base.into_iter()
-                .chain(t.lake_newer_runs.iter().flat_map(|r| [&r.keys, &r.rows]))
+                .chain(t.lake_newer_runs.iter().map(|r| &r.rows))
         });
         for plan in scans {
             // Its baseline metrics (output rows, compute time) describe the lake read,
@@ -349,11 +356,12 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
         }
         let mut groups = self.groups.clone();
         let mut changed = false;
-        let plans = groups.iter_mut().flatten().flat_map(|t| {
-            let base = t.lake_parquet.as_mut().map(|p| &mut p.plan);
-            base.into_iter()
-                .chain(t.lake_newer_runs.iter_mut().map(|r| &mut r.rows))
-        });
+        // Not into the newer runs: each of their keys must be seen to hide older
+        // versions.
+        let plans = groups
+            .iter_mut()
+            .flatten()
+            .filter_map(|t| t.lake_parquet.as_mut().map(|p| &mut p.plan));
         for plan in plans {
             // The scan's first columns are this node's output columns, in order.
             let offered = ChildPushdownResult {
@@ -433,20 +441,17 @@ fn row_kinds(
         .ok_or_else(|| Error::internal("the lake row-kind column is not Int8"))
 }
 
-/// The rows of a key-value batch whose kind keeps them, without the row-kind column.
-fn live_rows(batch: &RecordBatch, columns: usize) -> Result<RecordBatch> {
-    let kinds = row_kinds(batch, columns)?;
-    let keep = kinds
-        .values()
-        .iter()
-        .map(|k| {
-            row_kind_is_live(*k).map(Some).ok_or_else(|| {
-                Error::data_invalid(format!("lake row kind {k} is not a Paimon row kind"))
-            })
-        })
-        .collect::<Result<BooleanArray>>()?;
-    let projected = batch.project(&(0..columns).collect::<Vec<_>>())?;
-    Ok(filter_record_batch(&projected, &keep)?)
+/// Which rows of a key-value batch its row kind keeps.
+fn live_mask(batch: &RecordBatch, columns: usize) -> Result<BooleanBuffer> {
+    let kinds = row_kinds(batch, columns)?.values();
+    if let Some(bad) = kinds.iter().find(|k| row_kind_is_live(**k).is_none()) {
+        return Err(Error::data_invalid(format!(
+            "lake row kind {bad} is not a Paimon row kind"
+        )));
+    }
+    Ok(BooleanBuffer::collect_bool(kinds.len(), |i| {
+        row_kind_is_live(kinds[i]) == Some(true)
+    }))
 }
 
 /// What merging one bucket needs, shared by the buckets of an output partition.
@@ -469,8 +474,8 @@ struct BucketMerge {
 }
 
 impl BucketMerge {
-    /// Reads and folds the bucket's tail, and reads its newer lake runs' keys.
-    async fn fold_tail(&self, task: &PrimaryKeyBucketTask) -> Result<BucketFold> {
+    /// Reads and folds the bucket's tail.
+    async fn fold_tail(&self, task: &PrimaryKeyBucketTask) -> Result<ChangelogFold> {
         let inputs = &self.inputs;
         let _timer = self.fold_time.timer();
         let mut fold =
@@ -480,7 +485,6 @@ impl BucketMerge {
             inputs.table.path, task.bucket
         ));
         fold.track_memory(consumer.register(self.context.memory_pool()))?;
-        let runs = self.newer_run_keys(task).await?;
         if let Some(cut) = &task.tail {
             fold.reserve(cut.range.offsets().min(1 << 24) as usize)?;
             let options = LogReadOptions {
@@ -497,70 +501,51 @@ impl BucketMerge {
                 fold.apply(&batch.batch, &batch.change_types)?;
             }
         }
-        Ok(BucketFold { fold, runs })
-    }
-
-    /// The keys of the bucket's newer lake runs, each with the newest run holding it.
-    async fn newer_run_keys(&self, task: &PrimaryKeyBucketTask) -> Result<RunKeys> {
-        let inputs = &self.inputs;
-        let types: Vec<_> = inputs
-            .key_positions
-            .iter()
-            .map(|&p| inputs.scan_schema.field(p).data_type().clone())
-            .collect();
-        let mut runs = RunKeys::new(&types)?;
-        if task.lake_newer_runs.is_empty() {
-            return Ok(runs);
-        }
-        let consumer = MemoryConsumer::new(format!(
-            "FlussPrimaryKeyScanExec lake run keys (table {}, bucket {})",
-            inputs.table.path, task.bucket
-        ));
-        runs.track_memory(consumer.register(self.context.memory_pool()))?;
-        for (i, run) in task.lake_newer_runs.iter().enumerate() {
-            let mut keys = run.keys.execute(0, self.context.clone())?;
-            while let Some(batch) = keys.try_next().await? {
-                runs.insert(i as u32 + 1, batch.columns())?;
-            }
-        }
-        Ok(runs)
+        Ok(fold)
     }
 
     /// Streams the bucket's lake rows that are their key's newest lake version and
     /// whose key the tail did not touch, then the tail's live rows.
+    ///
+    /// The newer runs stream first, newest first, unfiltered: each row is its key's
+    /// version when no run before it held the key, and its key (a delete's too) is
+    /// recorded in the bucket's [`RunKeys`]. The base rows (raw splits, base runs, the
+    /// lake format's merge reader, whose key ranges the other splits do not overlap)
+    /// stream last and are kept when no newer run holds their key. Every lake file is
+    /// read once.
     fn merge(
         self: Arc<Self>,
         task: PrimaryKeyBucketTask,
-        fold: BucketFold,
+        fold: ChangelogFold,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let inputs = &self.inputs;
-        let BucketFold { fold, runs } = fold;
-        let (fold, runs) = (Arc::new(fold), Arc::new(runs));
+        let fold = Arc::new(fold);
         let columns = inputs.scan_columns.len();
         let table = inputs.table.path.to_string();
-        // The bucket's lake rows, each with its run: 0 for raw splits, base runs and
-        // the lake format's merge reader (their key ranges do not overlap the other
-        // splits'), then each newer run's file. Key-value files drop their delete rows.
-        let parquet_rows = |plan: &Arc<dyn ExecutionPlan>, run: u32, kinds: bool| {
-            let table = table.clone();
+        let mut runs = RunKeys::new(&inputs.key_types()?)?;
+        if !task.lake_newer_runs.is_empty() {
+            let consumer = MemoryConsumer::new(format!(
+                "FlussPrimaryKeyScanExec lake run keys (table {}, bucket {})",
+                inputs.table.path, task.bucket
+            ));
+            runs.track_memory(consumer.register(self.context.memory_pool()))?;
+        }
+        let mut streams: Vec<BoxStream<'static, Result<(RecordBatch, LakeRun)>>> = Vec::new();
+        let rows = |plan: &Arc<dyn ExecutionPlan>, run: LakeRun| {
             Ok::<_, Error>(
                 plan.execute(0, self.context.clone())?
-                    .map(move |batch| {
-                        let batch = batch.map_err(Error::from)?;
-                        let batch = if kinds {
-                            live_rows(&batch, columns)
-                                .map_err(|e| e.with_context("table", &table))?
-                        } else {
-                            batch
-                        };
-                        Ok((batch, run))
-                    })
+                    .map(move |batch| Ok((batch.map_err(Error::from)?, run)))
                     .boxed(),
             )
         };
-        let mut streams: Vec<BoxStream<'static, Result<(RecordBatch, u32)>>> = Vec::new();
+        for run in task.lake_newer_runs.iter().rev() {
+            streams.push(rows(&run.rows, LakeRun::Newer)?);
+        }
         if let Some(scan) = &task.lake_parquet {
-            streams.push(parquet_rows(&scan.plan, 0, scan.drops_deletes)?);
+            let run = LakeRun::Base {
+                kinds: scan.drops_deletes,
+            };
+            streams.push(rows(&scan.plan, run)?);
         }
         if let (Some((lake, snapshot_id)), false) = (&inputs.lake, task.lake_splits.is_empty()) {
             streams.push(
@@ -571,35 +556,41 @@ impl BucketMerge {
                     inputs.scan_schema.clone(),
                     table.clone(),
                 )
-                .map(|b| b.map(|b| (b, 0)))
+                .map(|b| b.map(|b| (b, LakeRun::Base { kinds: false })))
                 .boxed(),
             );
         }
-        for (i, run) in task.lake_newer_runs.iter().enumerate() {
-            streams.push(parquet_rows(&run.rows, i as u32 + 1, true)?);
-        }
         // lake rows that are their key's newest version, not overridden by the tail
         let lake_stream = {
-            let (fold, runs) = (fold.clone(), runs.clone());
+            let fold = fold.clone();
             let merge = self.clone();
             futures::stream::iter(streams).flatten().map(move |item| {
                 let (batch, run) = item?;
-                if run == 0 {
-                    merge.lake_rows.add(batch.num_rows());
-                } else {
-                    merge.newer_run_rows.add(batch.num_rows());
-                }
                 let _timer = merge.anti_join_time.timer();
                 let key_positions = &merge.inputs.key_positions;
-                let mut keep = fold.surviving(&batch, key_positions)?;
-                if !runs.is_empty() {
-                    let keys: Vec<_> = key_positions
-                        .iter()
-                        .map(|&p| batch.column(p).clone())
-                        .collect();
-                    let newest = runs.newest(run, &keys)?;
-                    keep = BooleanArray::new(keep.values() & &newest, None);
+                let keys: Vec<_> = key_positions
+                    .iter()
+                    .map(|&p| batch.column(p).clone())
+                    .collect();
+                let with_context = |e: Error| e.with_context("table", &table);
+                let mut keep = fold.surviving(&batch, key_positions)?.values().clone();
+                match run {
+                    LakeRun::Newer => {
+                        merge.newer_run_rows.add(batch.num_rows());
+                        keep = &keep & &runs.first_seen(&keys)?;
+                        keep = &keep & &live_mask(&batch, columns).map_err(with_context)?;
+                    }
+                    LakeRun::Base { kinds } => {
+                        merge.lake_rows.add(batch.num_rows());
+                        if !runs.is_empty() {
+                            keep = &keep & &runs.unseen(&keys)?;
+                        }
+                        if kinds {
+                            keep = &keep & &live_mask(&batch, columns).map_err(with_context)?;
+                        }
+                    }
                 }
+                let keep = BooleanArray::new(keep, None);
                 // Project first: key columns the query did not ask for are not copied.
                 let batch = batch.project(&merge.inputs.output_positions)?;
                 let kept = if keep.true_count() == batch.num_rows() {
@@ -620,8 +611,12 @@ impl BucketMerge {
     }
 }
 
-/// A bucket's folded tail and its newer lake runs' keys.
-struct BucketFold {
-    fold: ChangelogFold,
-    runs: RunKeys,
+/// Which lake rows a batch holds, for the bucket merge.
+#[derive(Debug, Clone, Copy)]
+enum LakeRun {
+    /// A newer sorted run's rows, with their row kinds: streamed newest run first.
+    Newer,
+    /// Rows that hold each key at most once, streamed after every newer run; `kinds`
+    /// when a row-kind column follows the scan columns (its deletes are dropped).
+    Base { kinds: bool },
 }

@@ -498,21 +498,13 @@ impl FlussTableProvider {
                 for file in &read.newer {
                     let files = std::slice::from_ref(file);
                     task.lake_newer_runs.push(NewerRunScan {
-                        keys: parquet_bucket_scan(
-                            state,
-                            files,
-                            &ColumnMapping::ByName,
-                            self.schema.clone(),
-                            key_indexes.clone(),
-                            None,
-                        )?,
                         rows: parquet_bucket_scan(
                             state,
                             files,
                             &ColumnMapping::ByName,
                             schema.clone(),
                             columns.clone(),
-                            predicate.clone(),
+                            None,
                         )?,
                         row_count: file.rows.max(0) as u64,
                     });

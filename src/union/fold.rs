@@ -21,6 +21,7 @@ use datafusion::common::HashMap;
 use datafusion::execution::memory_pool::MemoryReservation;
 use fluss::record::ChangeType;
 
+use super::packed_key::{pack, packed_widths};
 use crate::error::Result;
 
 /// Where the fold finds a key: integer keys by value (no encoding, the common case
@@ -28,6 +29,8 @@ use crate::error::Result;
 #[derive(Debug)]
 enum KeyIndex {
     Integer(HashMap<i64, Latest>),
+    /// Two or more integer columns packed into one value (their bit widths).
+    Packed(Vec<u32>, HashMap<u128, Latest>),
     Encoded(RowConverter, HashMap<Box<[u8]>, Latest>),
 }
 
@@ -115,8 +118,14 @@ pub struct ChangelogFold {
 impl ChangelogFold {
     /// An empty fold of rows of `schema` keyed by `key_columns` (indexes into `schema`).
     pub fn new(schema: SchemaRef, key_columns: Vec<usize>) -> Result<Self> {
+        let types: Vec<DataType> = key_columns
+            .iter()
+            .map(|&i| schema.field(i).data_type().clone())
+            .collect();
         let latest = if integer_key(&schema, &key_columns) {
             KeyIndex::Integer(HashMap::new())
+        } else if let Some(widths) = packed_widths(&types) {
+            KeyIndex::Packed(widths, HashMap::new())
         } else {
             let fields = key_columns
                 .iter()
@@ -159,6 +168,7 @@ impl ChangelogFold {
     pub fn reserve(&mut self, records: usize) -> Result<()> {
         match &mut self.latest {
             KeyIndex::Integer(m) => m.reserve(records),
+            KeyIndex::Packed(_, m) => m.reserve(records),
             KeyIndex::Encoded(_, m) => m.reserve(records),
         }
         self.account()
@@ -194,6 +204,19 @@ impl ChangelogFold {
                     }
                 }
             }
+            KeyIndex::Packed(widths, map) => {
+                let columns: Vec<_> = self
+                    .key_columns
+                    .iter()
+                    .map(|&i| batch.column(i).clone())
+                    .collect();
+                let keys = pack(&columns, widths)?;
+                for (row, change) in change_types.iter().enumerate() {
+                    if !superseded(change_types, row, |a, b| keys[a] == keys[b]) {
+                        map.insert(keys[row], value(row, change));
+                    }
+                }
+            }
             KeyIndex::Encoded(converter, map) => {
                 let columns: Vec<_> = self
                     .key_columns
@@ -223,6 +246,7 @@ impl ChangelogFold {
     pub fn memory_size(&self) -> usize {
         let map = match &self.latest {
             KeyIndex::Integer(m) => m.capacity() * (size_of::<i64>() + size_of::<Latest>() + 1),
+            KeyIndex::Packed(_, m) => m.capacity() * (size_of::<u128>() + size_of::<Latest>() + 1),
             KeyIndex::Encoded(converter, m) => {
                 converter.size()
                     + self.key_bytes
@@ -236,6 +260,7 @@ impl ChangelogFold {
     pub fn keys(&self) -> usize {
         match &self.latest {
             KeyIndex::Integer(m) => m.len(),
+            KeyIndex::Packed(_, m) => m.len(),
             KeyIndex::Encoded(_, m) => m.len(),
         }
     }
@@ -265,6 +290,14 @@ impl ChangelogFold {
                     }),
                     None => BooleanBuffer::collect_bool(rows, |i| !map.contains_key(&keys[i])),
                 }
+            }
+            KeyIndex::Packed(widths, map) => {
+                let columns: Vec<_> = key_columns
+                    .iter()
+                    .map(|&i| lake.column(i).clone())
+                    .collect();
+                let keys = pack(&columns, widths)?;
+                BooleanBuffer::collect_bool(rows, |i| !map.contains_key(&keys[i]))
             }
             KeyIndex::Encoded(converter, map) => {
                 let columns: Vec<_> = key_columns
@@ -300,6 +333,7 @@ impl ChangelogFold {
         };
         match &self.latest {
             KeyIndex::Integer(m) => m.values().for_each(&mut mark),
+            KeyIndex::Packed(_, m) => m.values().for_each(&mut mark),
             KeyIndex::Encoded(_, m) => m.values().for_each(&mut mark),
         }
         let schema = Arc::new(self.schema.project(projection)?);
@@ -445,6 +479,41 @@ mod tests {
     }
 
     #[test]
+    fn composite_integer_keys_use_the_packed_index() {
+        use ChangeType::*;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("part", DataType::Int64, false),
+            Field::new("supp", DataType::Int32, false),
+        ]));
+        let rows = |p: &[i64], s: &[i32]| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(p.to_vec())),
+                    Arc::new(datafusion::arrow::array::Int32Array::from(s.to_vec())),
+                ],
+            )
+            .unwrap()
+        };
+        let mut fold = ChangelogFold::new(schema.clone(), vec![0, 1]).unwrap();
+        assert!(matches!(fold.latest, KeyIndex::Packed(..)));
+        // (1, 2) updated (-U directly followed by +U), (2, 1) deleted, (1, 1) inserted
+        fold.apply(
+            &rows(&[1, 1, 2, 1], &[2, 2, 1, 1]),
+            &[UpdateBefore, UpdateAfter, Delete, Insert],
+        )
+        .unwrap();
+        assert_eq!(fold.keys(), 3);
+        assert_eq!(
+            fold.surviving(&rows(&[1, 2, 2, 1], &[2, 1, 2, 1]), &[0, 1])
+                .unwrap(),
+            BooleanArray::from(vec![false, false, true, false])
+        );
+        let live = fold.live_rows(&[0, 1], 8192).unwrap();
+        assert_eq!(live.iter().map(RecordBatch::num_rows).sum::<usize>(), 2);
+    }
+
+    #[test]
     fn memory_size_counts_each_distinct_key_once() {
         use ChangeType::*;
         let b = batch(&[1, 2], &["xx", "yyy"]);
@@ -461,7 +530,7 @@ mod tests {
     fn fold_key_bytes(fold: &ChangelogFold) -> usize {
         match &fold.latest {
             KeyIndex::Encoded(_, m) => m.keys().map(|k| k.len()).sum(),
-            KeyIndex::Integer(_) => 0,
+            KeyIndex::Integer(_) | KeyIndex::Packed(..) => 0,
         }
     }
 }

@@ -1,30 +1,30 @@
-//! `RunKeys`: the keys the newer sorted runs of a primary-key lake bucket hold, by
-//! the newest run holding each, so older versions are dropped while every run
-//! streams.
+//! `RunKeys`: the keys of the newer sorted runs of a primary-key lake bucket, so
+//! older versions are dropped while every run streams once.
 //!
 //! A Paimon bucket tiered over several rounds holds several sorted runs, each with one
 //! row per key; a key's version is the one in its newest run. Instead of merging the
-//! runs row by row (the lake crate's loser tree), the keys of every run but the oldest
-//! are read first (one column), then every run streams, each row kept only when no
-//! newer run holds its key (and, as for every lake row, when the tail never touched
-//! it). Memory follows the newer runs' keys, not their rows.
+//! runs row by row (the lake crate's loser tree), the runs stream newest first: a row
+//! is kept when no run streamed before it holds its key (and, as for every lake row,
+//! when the tail never touched it), and its key is then recorded for the older runs.
+//! Memory follows the newer runs' keys, not their rows.
 
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::arrow::row::{RowConverter, SortField};
-use datafusion::common::HashMap;
+use datafusion::common::HashSet;
 use datafusion::execution::memory_pool::MemoryReservation;
 
 use super::fold::{as_i64, is_integer_key};
+use super::packed_key::{pack, packed_widths};
 use crate::error::{Error, Result};
 
-/// Key -> the newest run holding it (runs are numbered oldest first, from 1; the base
-/// run, 0, is never recorded).
+/// The keys recorded.
 #[derive(Debug)]
 enum Index {
-    Integer(HashMap<i64, u32>),
-    Encoded(RowConverter, HashMap<Box<[u8]>, u32>),
+    Integer(HashSet<i64>),
+    Packed(Vec<u32>, HashSet<u128>),
+    Encoded(RowConverter, HashSet<Box<[u8]>>),
 }
 
 /// The keys of a bucket's newer lake runs.
@@ -39,13 +39,15 @@ impl RunKeys {
     /// Keys of `key_types` (the primary key's columns, in order).
     pub fn new(key_types: &[DataType]) -> Result<Self> {
         let index = if is_integer_key(key_types) {
-            Index::Integer(HashMap::new())
+            Index::Integer(HashSet::new())
+        } else if let Some(widths) = packed_widths(key_types) {
+            Index::Packed(widths, HashSet::new())
         } else {
             let fields = key_types
                 .iter()
                 .map(|t| SortField::new(t.clone()))
                 .collect();
-            Index::Encoded(RowConverter::new(fields)?, HashMap::new())
+            Index::Encoded(RowConverter::new(fields)?, HashSet::new())
         };
         Ok(Self {
             index,
@@ -72,11 +74,10 @@ impl RunKeys {
     /// Bytes the key index holds.
     pub fn memory_size(&self) -> usize {
         match &self.index {
-            Index::Integer(m) => m.capacity() * (size_of::<i64>() + size_of::<u32>() + 1),
+            Index::Integer(m) => m.capacity() * (size_of::<i64>() + 1),
+            Index::Packed(_, m) => m.capacity() * (size_of::<u128>() + 1),
             Index::Encoded(converter, m) => {
-                converter.size()
-                    + self.key_bytes
-                    + m.capacity() * (size_of::<Box<[u8]>>() + size_of::<u32>() + 1)
+                converter.size() + self.key_bytes + m.capacity() * (size_of::<Box<[u8]>>() + 1)
             }
         }
     }
@@ -85,55 +86,67 @@ impl RunKeys {
     pub fn is_empty(&self) -> bool {
         match &self.index {
             Index::Integer(m) => m.is_empty(),
+            Index::Packed(_, m) => m.is_empty(),
             Index::Encoded(_, m) => m.is_empty(),
         }
     }
 
-    /// Records that run `run` (1 for the oldest newer run) holds `keys`; runs are
-    /// recorded oldest first, so a later run's number replaces an earlier one's.
-    pub fn insert(&mut self, run: u32, keys: &[ArrayRef]) -> Result<()> {
-        if run == 0 {
-            return Err(Error::internal("the base run's keys are never recorded"));
-        }
-        match &mut self.index {
-            Index::Integer(map) => {
+    /// Which rows of `keys` no run recorded so far holds (the rows that are their
+    /// key's newest version, as runs are visited newest first), then records them:
+    /// one lookup per row, as the keys of one run are unique.
+    pub fn first_seen(&mut self, keys: &[ArrayRef]) -> Result<BooleanBuffer> {
+        let rows = keys.first().map_or(0, |k| k.len());
+        let seen = match &mut self.index {
+            Index::Integer(set) => {
                 let column = as_i64(key_column(keys)?)?;
-                let values = column.as_primitive::<Int64Type>();
-                map.reserve(values.len());
-                for key in values.values() {
-                    map.insert(*key, run);
-                }
+                let values = column.as_primitive::<Int64Type>().values();
+                set.reserve(rows);
+                BooleanBuffer::collect_bool(rows, |i| set.insert(values[i]))
             }
-            Index::Encoded(converter, map) => {
-                let rows = converter.convert_columns(keys)?;
-                for row in rows.iter() {
-                    let len = row.as_ref().len();
-                    if map.insert(row.as_ref().into(), run).is_none() {
-                        self.key_bytes += len;
+            Index::Packed(widths, set) => {
+                let packed = pack(keys, widths)?;
+                set.reserve(rows);
+                BooleanBuffer::collect_bool(rows, |i| set.insert(packed[i]))
+            }
+            Index::Encoded(converter, set) => {
+                let encoded = converter.convert_columns(keys)?;
+                let mut added = 0;
+                let seen = BooleanBuffer::collect_bool(rows, |i| {
+                    let key = encoded.row(i);
+                    let new = set.insert(key.as_ref().into());
+                    if new {
+                        added += key.as_ref().len();
                     }
-                }
+                    new
+                });
+                self.key_bytes += added;
+                seen
             }
-        }
-        self.account()
+        };
+        self.account()?;
+        Ok(seen)
     }
 
-    /// For each row of `keys` (a batch of run `run`'s rows, 0 for the base): whether
-    /// no run newer than `run` holds its key, so the row is its key's lake version.
-    pub fn newest(&self, run: u32, keys: &[ArrayRef]) -> Result<BooleanBuffer> {
+    /// Which rows of `keys` no recorded run holds (for the oldest run, whose keys need
+    /// not be recorded).
+    pub fn unseen(&self, keys: &[ArrayRef]) -> Result<BooleanBuffer> {
         let rows = keys.first().map_or(0, |k| k.len());
         if self.is_empty() {
             return Ok(BooleanBuffer::new_set(rows));
         }
-        let older = |holder: Option<&u32>| holder.is_none_or(|h| *h <= run);
         Ok(match &self.index {
-            Index::Integer(map) => {
+            Index::Integer(set) => {
                 let column = as_i64(key_column(keys)?)?;
                 let values = column.as_primitive::<Int64Type>().values();
-                BooleanBuffer::collect_bool(rows, |i| older(map.get(&values[i])))
+                BooleanBuffer::collect_bool(rows, |i| !set.contains(&values[i]))
             }
-            Index::Encoded(converter, map) => {
+            Index::Packed(widths, set) => {
+                let packed = pack(keys, widths)?;
+                BooleanBuffer::collect_bool(rows, |i| !set.contains(&packed[i]))
+            }
+            Index::Encoded(converter, set) => {
                 let encoded = converter.convert_columns(keys)?;
-                BooleanBuffer::collect_bool(rows, |i| older(map.get(encoded.row(i).as_ref())))
+                BooleanBuffer::collect_bool(rows, |i| !set.contains(encoded.row(i).as_ref()))
             }
         })
     }
@@ -154,20 +167,44 @@ mod tests {
         vec![Arc::new(Int32Array::from(values.to_vec())) as ArrayRef]
     }
 
+    fn bits(buffer: BooleanBuffer) -> Vec<bool> {
+        buffer.iter().collect()
+    }
+
     #[test]
     fn a_key_belongs_to_its_newest_run() {
         let mut keys = RunKeys::new(&[DataType::Int32]).unwrap();
-        keys.insert(1, &ids(&[1, 2, 3])).unwrap();
-        keys.insert(2, &ids(&[2])).unwrap();
-        let newest = |run, values: &[i32]| -> Vec<bool> {
-            keys.newest(run, &ids(values)).unwrap().iter().collect()
-        };
+        assert_eq!(bits(keys.unseen(&ids(&[1])).unwrap()), vec![true]);
+        // the newest run first: all its rows are versions
+        assert_eq!(bits(keys.first_seen(&ids(&[2])).unwrap()), vec![true]);
+        // an older run loses key 2
+        assert_eq!(
+            bits(keys.first_seen(&ids(&[1, 2, 3])).unwrap()),
+            vec![true, false, true]
+        );
         // the base keeps only keys no newer run has
-        assert_eq!(newest(0, &[1, 2, 3, 4]), vec![false, false, false, true]);
-        // run 1 loses key 2 to run 2
-        assert_eq!(newest(1, &[1, 2, 3]), vec![true, false, true]);
-        assert_eq!(newest(2, &[2]), vec![true]);
-        assert!(keys.insert(0, &ids(&[9])).is_err());
+        assert_eq!(
+            bits(keys.unseen(&ids(&[1, 2, 3, 4])).unwrap()),
+            vec![false, false, false, true]
+        );
+    }
+
+    #[test]
+    fn composite_integer_keys_are_packed() {
+        let types = [DataType::Int32, DataType::Int32];
+        let mut keys = RunKeys::new(&types).unwrap();
+        assert!(matches!(keys.index, Index::Packed(..)));
+        let batch = |a: &[i32], b: &[i32]| -> Vec<ArrayRef> {
+            vec![
+                Arc::new(Int32Array::from(a.to_vec())) as ArrayRef,
+                Arc::new(Int32Array::from(b.to_vec())) as ArrayRef,
+            ]
+        };
+        keys.first_seen(&batch(&[1, 2], &[2, 1])).unwrap();
+        assert_eq!(
+            bits(keys.unseen(&batch(&[1, 2, 1], &[2, 2, 1])).unwrap()),
+            vec![false, true, true]
+        );
     }
 
     #[test]
@@ -180,13 +217,14 @@ mod tests {
                 Arc::new(Int32Array::from(i.to_vec())) as ArrayRef,
             ]
         };
-        keys.insert(1, &batch(&["eu", "us"], &[1, 1])).unwrap();
-        let kept: Vec<bool> = keys
-            .newest(0, &batch(&["eu", "eu", "us"], &[1, 2, 2]))
-            .unwrap()
-            .iter()
-            .collect();
-        assert_eq!(kept, vec![false, true, true]);
+        keys.first_seen(&batch(&["eu", "us"], &[1, 1])).unwrap();
+        assert_eq!(
+            bits(
+                keys.unseen(&batch(&["eu", "eu", "us"], &[1, 2, 2]))
+                    .unwrap()
+            ),
+            vec![false, true, true]
+        );
         assert!(keys.memory_size() > 0);
     }
 }
