@@ -132,6 +132,14 @@ struct Args {
     /// Tail shares of `--tpch`, one dataset each.
     #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.3")]
     tpch_tail_shares: Vec<f64>,
+    /// Measured runs of `--tpch`'s fresh-process mode: every query in a new
+    /// `fluss-sql -c` process, union and merged parquet alike, after one warm-up
+    /// (0: warm sessions only).
+    #[arg(long, default_value_t = 0)]
+    tpch_fresh_runs: usize,
+    /// Only these `--tpch` queries (`q1,q6`; default all 22).
+    #[arg(long, value_delimiter = ',')]
+    tpch_queries: Vec<String>,
 }
 
 impl Args {
@@ -1173,6 +1181,8 @@ async fn run_tpch(args: &Args) -> BenchResult<()> {
         delete_rate: args.delete_rate,
         seed: args.seed,
         data_dir: data_dir.clone(),
+        fresh_runs: args.tpch_fresh_runs,
+        queries: args.tpch_queries.clone(),
     };
     let result = tpch::run_tpch(&tpch_args).await;
     if !args.keep_data && data_dir.exists() {

@@ -312,12 +312,22 @@ pub struct TpchResult {
     /// DuckDB over the same merged parquet files (`peer_duckdb.py`; `None` without
     /// the Python venv). Its row count is checked against ours.
     pub duckdb: Option<Timing>,
+    /// Union read, a fresh `fluss-sql -c` process per run (`--tpch-fresh-runs`).
+    pub union_fresh: Option<Timing>,
+    /// The merged parquet, a fresh `fluss-sql -c` process per run (its 8 external
+    /// tables registered first, as a `-c` user would).
+    pub parquet_fresh: Option<Timing>,
 }
 
 impl TpchResult {
     /// Union / parquet (medians).
     pub fn ratio(&self) -> f64 {
         self.union.median_ms / self.parquet.median_ms
+    }
+
+    /// Union / parquet in fresh processes (medians).
+    pub fn fresh_ratio(&self) -> Option<f64> {
+        Some(self.union_fresh.as_ref()?.median_ms / self.parquet_fresh.as_ref()?.median_ms)
     }
 }
 
@@ -368,6 +378,85 @@ pub struct TpchArgs<'a> {
     pub seed: u64,
     /// Where the stores and the baseline go.
     pub data_dir: PathBuf,
+    /// Measured fresh-process runs per query (0: none).
+    pub fresh_runs: usize,
+    /// Only these queries (all when empty).
+    pub queries: Vec<String>,
+}
+
+/// Database of the fresh-process baseline's external tables (a database of the
+/// store, so the shell's bare names resolve to them).
+const FRESH_BASELINE_DATABASE: &str = "tpch_parquet";
+
+/// `fluss-sql`, built beside this benchmark.
+fn fluss_sql() -> BenchResult<PathBuf> {
+    let exe = std::env::current_exe().context(|| "locating the benchmark".into())?;
+    let shell = exe
+        .parent()
+        .map(|d| d.join("fluss-sql"))
+        .filter(|p| p.exists())
+        .ok_or("fluss-sql is not built beside fluss-bench (cargo build --release -p fluss-sql)")?;
+    Ok(shell)
+}
+
+/// Wall-clock milliseconds of `runs` runs (after one warm-up) of `fluss-sql` with
+/// `args`, each a new process; a failing run fails the benchmark with its stderr.
+fn fresh_process_timing(
+    shell: &Path,
+    args: &[String],
+    runs: usize,
+    rows: usize,
+) -> BenchResult<Timing> {
+    let mut samples = Vec::with_capacity(runs);
+    for run in 0..=runs {
+        let start = Instant::now();
+        let out = std::process::Command::new(shell)
+            .args(args)
+            .output()
+            .context(|| format!("starting {}", shell.display()))?;
+        let elapsed = start.elapsed().as_secs_f64() * 1000.0;
+        if !out.status.success() {
+            return Err(format!(
+                "fluss-sql {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
+        }
+        if run > 0 {
+            samples.push(elapsed);
+        }
+    }
+    Ok(Timing::from_samples(samples, rows))
+}
+
+/// The shell's arguments for one query: through the union (`union`), or over the
+/// merged parquet under `parquet` registered as external tables first.
+fn fresh_process_args(store: &Path, parquet: Option<&Path>, sql: &str) -> Vec<String> {
+    let mut args = vec![
+        "--store".to_string(),
+        store.display().to_string(),
+        "--quiet".to_string(),
+        "--format".to_string(),
+        "csv".to_string(),
+        "--database".to_string(),
+    ];
+    match parquet {
+        None => args.push(DATABASE.to_string()),
+        Some(dir) => {
+            args.push(FRESH_BASELINE_DATABASE.to_string());
+            for table in &TABLES {
+                args.push("-c".to_string());
+                args.push(format!(
+                    "CREATE EXTERNAL TABLE {0} STORED AS PARQUET LOCATION '{1}/{0}/'",
+                    table.name,
+                    dir.display()
+                ));
+            }
+        }
+    }
+    args.push("-c".to_string());
+    args.push(sql.to_string());
+    args
 }
 
 /// Generates, checks and times every query at every share.
@@ -418,7 +507,15 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
                 Default::default()
             }
         };
+        let shell = if args.fresh_runs > 0 {
+            Some(fluss_sql()?)
+        } else {
+            None
+        };
         for (name, sql) in queries() {
+            if !args.queries.is_empty() && !args.queries.iter().any(|q| q == name) {
+                continue;
+            }
             let ours = answer(&union, sql).await?;
             let theirs = answer(&parquet, sql).await?;
             if ours != theirs {
@@ -454,6 +551,27 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
                 )
                 .into());
             }
+            let (union_fresh, parquet_fresh) = match &shell {
+                Some(shell) => {
+                    let store = root.join("store");
+                    let parquet = root.join("parquet");
+                    (
+                        Some(fresh_process_timing(
+                            shell,
+                            &fresh_process_args(&store, None, sql),
+                            args.fresh_runs,
+                            ours.len(),
+                        )?),
+                        Some(fresh_process_timing(
+                            shell,
+                            &fresh_process_args(&store, Some(&parquet), sql),
+                            args.fresh_runs,
+                            ours.len(),
+                        )?),
+                    )
+                }
+                None => (None, None),
+            };
             let result = TpchResult {
                 query: name.to_string(),
                 tail_share: share,
@@ -462,6 +580,8 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
                 parquet: parquet_timing,
                 lake_only,
                 duckdb,
+                union_fresh,
+                parquet_fresh,
             };
             eprintln!(
                 "tpch: {name} tail {share}: union {:.1} ms, parquet {:.1} ms ({:.2}x)",
@@ -481,8 +601,10 @@ pub fn report(run: &TpchRun, command: &str) -> String {
     let mut md = String::new();
     md.push_str(&format!(
         "# TPC-H through union read\n\nSF {}, {} lake, {} target partitions, warm sessions \
-         (median ms). `parquet` is the same engine over the merged contents as ZSTD \
-         parquet (`ListingTable`); every union answer equals its answer. `duckdb` is \
+         (median ms; `fresh`: wall time of a new `fluss-sql -c` process per run, the \
+         parquet one registering its 8 external tables first). `parquet` is the same \
+         engine over the merged contents as ZSTD parquet (`ListingTable`); every union \
+         answer equals its answer. `duckdb` is \
          DuckDB on the same parquet files (its row counts checked). `lake` reads \
          `t$lake` (no tail, so not compared).\n\nCommand: `{command}`\n\n",
         run.scale_factor, run.lake, run.target_partitions
@@ -495,12 +617,19 @@ pub fn report(run: &TpchRun, command: &str) -> String {
             .iter()
             .filter(|r| r.tail_share == share)
             .collect();
+        let fresh = geo_mean(results.iter().filter_map(|r| r.fresh_ratio()));
         md.push_str(&format!(
-            "## Tail share {share}\n\nGeometric mean union / parquet: **{:.2}x**; union / \
-             DuckDB: **{:.2}x**; parquet / DuckDB: **{:.2}x**\n\n\
-             | query | rows | union | parquet | duckdb | lake | union / parquet |\n\
-             |---|---|---|---|---|---|---|\n",
+            "## Tail share {share}\n\nGeometric mean union / parquet: **{:.2}x** warm, \
+             **{}** in fresh processes; union / DuckDB: **{:.2}x**; parquet / DuckDB: \
+             **{:.2}x**\n\n\
+             | query | rows | union | parquet | duckdb | lake | union / parquet | union fresh | parquet fresh | fresh ratio |\n\
+             |---|---|---|---|---|---|---|---|---|---|\n",
             geo_mean(results.iter().map(|r| r.ratio())),
+            if fresh.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{fresh:.2}x")
+            },
             geo_mean(
                 results
                     .iter()
@@ -513,8 +642,12 @@ pub fn report(run: &TpchRun, command: &str) -> String {
             ),
         ));
         for r in results {
+            let ms = |t: &Option<Timing>| {
+                t.as_ref()
+                    .map_or("-".to_string(), |t| format!("{:.1}", t.median_ms))
+            };
             md.push_str(&format!(
-                "| {} | {} | {:.1} | {:.1} | {} | {} | {:.2}x |\n",
+                "| {} | {} | {:.1} | {:.1} | {} | {} | {:.2}x | {} | {} | {} |\n",
                 r.query,
                 r.rows,
                 r.union.median_ms,
@@ -525,7 +658,11 @@ pub fn report(run: &TpchRun, command: &str) -> String {
                 r.lake_only
                     .as_ref()
                     .map_or("-".to_string(), |t| format!("{:.1}", t.median_ms)),
-                r.ratio()
+                r.ratio(),
+                ms(&r.union_fresh),
+                ms(&r.parquet_fresh),
+                r.fresh_ratio()
+                    .map_or("-".to_string(), |x| format!("{x:.2}x")),
             ));
         }
         md.push('\n');

@@ -174,3 +174,42 @@ fn tpch_answers_through_union_read_equal_the_merged_parquet() {
         }
     }
 }
+
+/// `--tpch-fresh-runs` times queries in new `fluss-sql -c` processes (the shell built
+/// beside the benchmark), union read and the merged parquet registered as external
+/// tables alike; `--tpch-queries` picks the queries.
+#[test]
+fn tpch_fresh_processes_time_the_chosen_queries_through_the_shell() {
+    let out = run_bench(
+        &[
+            "--tpch",
+            "--sf",
+            "0.01",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--tpch-tail-shares",
+            "0.1",
+            "--lake-formats",
+            "paimon",
+            "--tpch-fresh-runs",
+            "1",
+            "--tpch-queries",
+            "q1,q6",
+        ],
+        "--tpch fresh",
+    );
+    let report = std::fs::read_to_string(out.path().join("tpch.md")).expect("tpch.md");
+    let rows: Vec<&str> = report.lines().filter(|l| l.starts_with("| q")).collect();
+    assert_eq!(rows.len(), 2, "only q1 and q6:\n{report}");
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        // | query | rows | union | parquet | duckdb | lake | ratio | union fresh | parquet fresh | fresh ratio |
+        assert!(cells[8].parse::<f64>().is_ok(), "union fresh timed: {row}");
+        assert!(
+            cells[9].parse::<f64>().is_ok(),
+            "parquet fresh timed: {row}"
+        );
+    }
+}
