@@ -118,6 +118,20 @@ impl TestServer {
         })
     }
 
+    /// Stops the server and waits until its listener and connections are closed, so
+    /// its address can be bound again at once: dropping it closes them only when the
+    /// runtime next gets to the aborted accept task.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.abort();
+            // an aborted task's result is its cancellation: only the wait matters
+            let _ = task.await;
+        }
+    }
+
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -128,6 +128,22 @@ const CONNECTIONS_PER_SERVER: i32 = 4;
 /// The default request timeout (Fluss's `client.request-timeout`).
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a fluss-rs call answers.
+type ClientResult<T> = std::result::Result<T, fluss::error::Error>;
+
+/// Whether a fluss-rs call failed on its connection (closed by the server, or not
+/// made), not on an answer: a read may then be sent again.
+fn on_a_closed_connection(error: &fluss::error::Error) -> bool {
+    use fluss::rpc::RpcError;
+    matches!(
+        error,
+        fluss::error::Error::RpcError {
+            source: RpcError::ConnectionError(_) | RpcError::Poisoned(_),
+            ..
+        }
+    )
+}
+
 /// A fluss-rs error as this crate's: missing objects are `NotFound`, the rest
 /// `Cluster`, with the client's message.
 /// An error of the fluss-rs client: not-found errors as such, others as cluster
@@ -245,6 +261,23 @@ impl ClusterSource {
         }
     }
 
+    /// Runs an idempotent fluss-rs read on the client's runtime, and once more when
+    /// it failed on a pooled connection the server had closed: fluss-rs poisons such
+    /// a connection when its reader meets the end of the stream and replaces it on the
+    /// next request, but a request sent before that fails (a restarted server); its
+    /// own scanner retries these errors the same way (`client/table/scanner.rs`).
+    async fn read_on_client<T, F, Fut>(&self, call: F) -> Result<ClientResult<T>>
+    where
+        T: Send + 'static,
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = ClientResult<T>> + Send + 'static,
+    {
+        match self.on_client(call()).await? {
+            Err(e) if on_a_closed_connection(&e) => self.on_client(call()).await,
+            answer => Ok(answer),
+        }
+    }
+
     fn credentials(&self) -> Option<PlainCredentials> {
         match (&self.options.sasl_username, &self.options.sasl_password) {
             (Some(username), Some(password)) => Some(PlainCredentials {
@@ -266,7 +299,11 @@ impl ClusterSource {
         let metadata = self.connection.get_metadata();
         let path = table.path.clone();
         let leader = self
-            .on_client(async move { metadata.leader_for(&path, &table_bucket).await })
+            .read_on_client(|| {
+                let (metadata, path, table_bucket) =
+                    (metadata.clone(), path.clone(), table_bucket.clone());
+                async move { metadata.leader_for(&path, &table_bucket).await }
+            })
             .await?
             .map_err(client_error(
                 "cannot find the bucket's leader",
@@ -311,13 +348,22 @@ impl ClusterSource {
         let (admin, path, buckets) = (self.admin.clone(), table.path.clone(), buckets.to_vec());
         let partition = partition.map(str::to_string);
         let result = self
-            .on_client(async move {
-                match partition {
-                    None => admin.list_offsets(&path, &buckets, spec).await,
-                    Some(name) => {
-                        admin
-                            .list_partition_offsets(&path, &name, &buckets, spec)
-                            .await
+            .read_on_client(|| {
+                let (admin, path, buckets, partition, spec) = (
+                    admin.clone(),
+                    path.clone(),
+                    buckets.clone(),
+                    partition.clone(),
+                    spec.clone(),
+                );
+                async move {
+                    match partition {
+                        None => admin.list_offsets(&path, &buckets, spec).await,
+                        Some(name) => {
+                            admin
+                                .list_partition_offsets(&path, &name, &buckets, spec)
+                                .await
+                        }
                     }
                 }
             })
@@ -340,29 +386,38 @@ impl FlussSource for ClusterSource {
 
     async fn list_databases(&self) -> Result<Vec<String>> {
         let admin = self.admin.clone();
-        self.on_client(async move { admin.list_databases().await })
-            .await?
-            .map_err(client_error(
-                "cannot list databases",
-                &self.options.bootstrap_servers,
-            ))
+        self.read_on_client(|| {
+            let admin = admin.clone();
+            async move { admin.list_databases().await }
+        })
+        .await?
+        .map_err(client_error(
+            "cannot list databases",
+            &self.options.bootstrap_servers,
+        ))
     }
 
     async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
         let (admin, name) = (self.admin.clone(), database.to_string());
-        self.on_client(async move { admin.list_tables(&name).await })
-            .await?
-            .map_err(|e| {
-                client_error("cannot list tables", &self.options.bootstrap_servers)(e)
-                    .with_context("database", database)
-            })
+        self.read_on_client(|| {
+            let (admin, name) = (admin.clone(), name.clone());
+            async move { admin.list_tables(&name).await }
+        })
+        .await?
+        .map_err(|e| {
+            client_error("cannot list tables", &self.options.bootstrap_servers)(e)
+                .with_context("database", database)
+        })
     }
 
     async fn get_table(&self, path: &TablePath) -> Result<FlussTable> {
         let context = |e: Error| e.with_context("table", path.to_string());
         let (admin, owned) = (self.admin.clone(), path.clone());
         let info = self
-            .on_client(async move { admin.get_table_info(&owned).await })
+            .read_on_client(|| {
+                let (admin, owned) = (admin.clone(), owned.clone());
+                async move { admin.get_table_info(&owned).await }
+            })
             .await?
             .map_err(|e| {
                 context(client_error(
@@ -377,17 +432,20 @@ impl FlussSource for ClusterSource {
                 info.get_schema().clone()
             } else {
                 let (admin, owned) = (self.admin.clone(), path.clone());
-                self.on_client(async move { admin.get_table_schema(&owned, Some(id)).await })
-                    .await?
-                    .map_err(|e| {
-                        context(client_error(
-                            "cannot load a schema of the table",
-                            &self.options.bootstrap_servers,
-                        )(e))
-                        .with_context("schema_id", id)
-                    })?
-                    .into_parts()
-                    .0
+                self.read_on_client(|| {
+                    let (admin, owned) = (admin.clone(), owned.clone());
+                    async move { admin.get_table_schema(&owned, Some(id)).await }
+                })
+                .await?
+                .map_err(|e| {
+                    context(client_error(
+                        "cannot load a schema of the table",
+                        &self.options.bootstrap_servers,
+                    )(e))
+                    .with_context("schema_id", id)
+                })?
+                .into_parts()
+                .0
             };
             history.insert(SchemaVersion::new(id, schema).map_err(context)?);
         }
@@ -402,15 +460,18 @@ impl FlussSource for ClusterSource {
 
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
         let (admin, path) = (self.admin.clone(), table.path.clone());
-        self.on_client(async move { admin.list_partition_infos(&path).await })
-            .await?
-            .map_err(|e| {
-                client_error(
-                    "cannot list the table's partitions",
-                    &self.options.bootstrap_servers,
-                )(e)
-                .with_context("table", table.path.to_string())
-            })
+        self.read_on_client(|| {
+            let (admin, path) = (admin.clone(), path.clone());
+            async move { admin.list_partition_infos(&path).await }
+        })
+        .await?
+        .map_err(|e| {
+            client_error(
+                "cannot list the table's partitions",
+                &self.options.bootstrap_servers,
+            )(e)
+            .with_context("table", table.path.to_string())
+        })
     }
 
     async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>> {
@@ -419,7 +480,10 @@ impl FlussSource for ClusterSource {
         }
         let (admin, path) = (self.admin.clone(), table.path.clone());
         let snapshot = match self
-            .on_client(async move { admin.get_lake_snapshot(&path, None, Some(true)).await })
+            .read_on_client(|| {
+                let (admin, path) = (admin.clone(), path.clone());
+                async move { admin.get_lake_snapshot(&path, None, Some(true)).await }
+            })
             .await?
         {
             Ok(s) => s,
