@@ -229,7 +229,6 @@ impl FlussTableProvider {
             .filter(|s| s.merge_task().is_none())
             .flat_map(|s| s.files.iter().cloned())
             .collect();
-        let covers_lake = lake.plan.splits.iter().all(|s| s.merge_task().is_none());
         if files.is_empty() {
             files = lake
                 .plan
@@ -241,14 +240,9 @@ impl FlussTableProvider {
         let stats = lake_file_statistics(state, &files, &self.schema)
             .await
             .map_err(|e| e.with_context("table", self.table.path.to_string()))?;
-        let covers_lake = covers_lake
-            || files.len()
-                == lake
-                    .plan
-                    .splits
-                    .iter()
-                    .map(|s| s.files.len())
-                    .sum::<usize>();
+        // the footers read describe the whole lake when they are every file's
+        let lake_files: usize = lake.plan.splits.iter().map(|s| s.files.len()).sum();
+        let covers_lake = files.len() == lake_files;
         let estimates = ColumnEstimates::new(self.schema.clone(), &stats, covers_lake);
         Ok(ScanStatistics {
             files: files.into_iter().map(|f| f.path).zip(stats).collect(),

@@ -10,18 +10,18 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::BooleanBufferBuilder;
-use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::array::{AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
-use datafusion::arrow::compute::{BatchCoalescer, cast, max, min};
+use datafusion::arrow::compute::{BatchCoalescer, max, min};
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
-use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::arrow::row::RowConverter;
 // hashbrown with foldhash: several times faster than std's SipHash for integer keys,
 // and the fold probes one key per lake row.
 use datafusion::common::HashMap;
 use datafusion::execution::memory_pool::MemoryReservation;
 use fluss::record::ChangeType;
 
-use super::packed_key::{pack, packed_widths};
+use super::key::{KeyEncoding, as_i64, pack};
 use crate::error::Result;
 
 /// Where the fold finds a key: integer keys by value (no encoding, the common case
@@ -39,27 +39,6 @@ enum KeyIndex {
 /// lake row, so its size shows in cache misses).
 type Latest = u64;
 const DELETED: Latest = u64::MAX;
-
-fn integer_key(schema: &SchemaRef, key_columns: &[usize]) -> bool {
-    let types: Vec<DataType> = key_columns
-        .iter()
-        .map(|&i| schema.field(i).data_type().clone())
-        .collect();
-    is_integer_key(&types)
-}
-
-/// Whether a key of these column types is one signed integer (indexed by value).
-pub(crate) fn is_integer_key(types: &[DataType]) -> bool {
-    matches!(
-        types,
-        [DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64]
-    )
-}
-
-/// An integer key column as `Int64`.
-pub(crate) fn as_i64(column: &ArrayRef) -> Result<ArrayRef> {
-    Ok(cast(column, &DataType::Int64)?)
-}
 
 /// The touched keys of `map`, all within `[min, max]`, as `(min, bit per key in [min,
 /// max])`, or `None` when the range is too sparse for a bitmap.
@@ -122,16 +101,10 @@ impl ChangelogFold {
             .iter()
             .map(|&i| schema.field(i).data_type().clone())
             .collect();
-        let latest = if integer_key(&schema, &key_columns) {
-            KeyIndex::Integer(HashMap::new())
-        } else if let Some(widths) = packed_widths(&types) {
-            KeyIndex::Packed(widths, HashMap::new())
-        } else {
-            let fields = key_columns
-                .iter()
-                .map(|&i| SortField::new(schema.field(i).data_type().clone()))
-                .collect();
-            KeyIndex::Encoded(RowConverter::new(fields)?, HashMap::new())
+        let latest = match KeyEncoding::for_types(&types)? {
+            KeyEncoding::Integer => KeyIndex::Integer(HashMap::new()),
+            KeyEncoding::Packed(widths) => KeyIndex::Packed(widths, HashMap::new()),
+            KeyEncoding::Encoded(converter) => KeyIndex::Encoded(converter, HashMap::new()),
         };
         Ok(Self {
             schema,

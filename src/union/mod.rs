@@ -5,7 +5,7 @@
 pub(crate) mod cut;
 pub mod filters;
 pub(crate) mod fold;
-mod packed_key;
+mod key;
 pub(crate) mod runs;
 
 pub(crate) use cut::{BucketCut, UnionCut, plan_cut};

@@ -11,12 +11,11 @@
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
-use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::arrow::row::RowConverter;
 use datafusion::common::HashSet;
 use datafusion::execution::memory_pool::MemoryReservation;
 
-use super::fold::{as_i64, is_integer_key};
-use super::packed_key::{pack, packed_widths};
+use super::key::{KeyEncoding, as_i64, pack};
 use crate::error::{Error, Result};
 
 /// The keys recorded.
@@ -38,16 +37,10 @@ pub struct RunKeys {
 impl RunKeys {
     /// Keys of `key_types` (the primary key's columns, in order).
     pub fn new(key_types: &[DataType]) -> Result<Self> {
-        let index = if is_integer_key(key_types) {
-            Index::Integer(HashSet::new())
-        } else if let Some(widths) = packed_widths(key_types) {
-            Index::Packed(widths, HashSet::new())
-        } else {
-            let fields = key_types
-                .iter()
-                .map(|t| SortField::new(t.clone()))
-                .collect();
-            Index::Encoded(RowConverter::new(fields)?, HashSet::new())
+        let index = match KeyEncoding::for_types(key_types)? {
+            KeyEncoding::Integer => Index::Integer(HashSet::new()),
+            KeyEncoding::Packed(widths) => Index::Packed(widths, HashSet::new()),
+            KeyEncoding::Encoded(converter) => Index::Encoded(converter, HashSet::new()),
         };
         Ok(Self {
             index,

@@ -1,13 +1,47 @@
-//! Composite primary keys of integer columns packed into one `u128`, so the fold and
-//! the run keys hash them by value instead of encoding every row with arrow's row
-//! format (an allocation and a byte-slice hash per row: most of a TPC-H `partsupp`
-//! scan's merge time).
+//! How the fold and the run keys hash a primary key: one integer column by value, two
+//! or more integer columns packed into one `u128`, anything else by arrow's row
+//! format. Packing spares composite integer keys an allocation and a byte-slice hash
+//! per row (most of a TPC-H `partsupp` scan's merge time).
 
 use datafusion::arrow::array::{ArrayRef, AsArray};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::row::{RowConverter, SortField};
 
-use super::fold::as_i64;
 use crate::error::{Error, Result};
+
+/// How a key of given column types is hashed.
+#[derive(Debug)]
+pub(crate) enum KeyEncoding {
+    /// One signed integer column, by value (as `i64`).
+    Integer,
+    /// Two or more integer columns packed into one `u128` (their bit widths).
+    Packed(Vec<u32>),
+    /// Any other key, by its row-format bytes.
+    Encoded(RowConverter),
+}
+
+impl KeyEncoding {
+    /// The encoding of a key of `types` (the key's columns, in order).
+    pub(crate) fn for_types(types: &[DataType]) -> Result<Self> {
+        if matches!(
+            types,
+            [DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64]
+        ) {
+            return Ok(Self::Integer);
+        }
+        if let Some(widths) = packed_widths(types) {
+            return Ok(Self::Packed(widths));
+        }
+        let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
+        Ok(Self::Encoded(RowConverter::new(fields)?))
+    }
+}
+
+/// An integer key column as `Int64`.
+pub(crate) fn as_i64(column: &ArrayRef) -> Result<ArrayRef> {
+    Ok(cast(column, &DataType::Int64)?)
+}
 
 /// Bits of an integer key column, `None` for other types.
 fn bits(data_type: &DataType) -> Option<u32> {
@@ -22,7 +56,7 @@ fn bits(data_type: &DataType) -> Option<u32> {
 
 /// The bit widths of a key of `types` when it is two or more integer columns of at
 /// most 128 bits together (one integer column is indexed by value already).
-pub(crate) fn packed_widths(types: &[DataType]) -> Option<Vec<u32>> {
+fn packed_widths(types: &[DataType]) -> Option<Vec<u32>> {
     if types.len() < 2 {
         return None;
     }
@@ -64,6 +98,20 @@ mod tests {
     use super::*;
     use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
     use std::sync::Arc;
+
+    #[test]
+    fn keys_are_hashed_by_value_where_they_can_be() {
+        let encoding = |types: &[DataType]| KeyEncoding::for_types(types).unwrap();
+        assert!(matches!(encoding(&[DataType::Int16]), KeyEncoding::Integer));
+        assert!(matches!(
+            encoding(&[DataType::Int64, DataType::Int32]),
+            KeyEncoding::Packed(_)
+        ));
+        assert!(matches!(
+            encoding(&[DataType::Utf8]),
+            KeyEncoding::Encoded(_)
+        ));
+    }
 
     #[test]
     fn integer_columns_pack_one_to_one() {
