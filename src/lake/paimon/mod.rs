@@ -23,6 +23,7 @@ use paimon::spec::{
 use paimon::{CatalogOptions, FileSystemCatalog, Options};
 
 pub(crate) mod scan;
+mod sections;
 pub(crate) mod tiering;
 
 use datafusion::arrow::array::RecordBatch;

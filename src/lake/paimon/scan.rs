@@ -17,6 +17,7 @@ use futures::stream::BoxStream;
 use paimon::spec::{DataType as PaimonType, Datum, Predicate, PredicateBuilder};
 use paimon::table::{DataSplit, Table};
 
+use super::sections;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::from_arrow58;
 use crate::lake::{ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
@@ -107,6 +108,7 @@ pub async fn plan_snapshot(
         .await
         .map_err(lake_err("cannot plan the lake scan"))?;
     let mergeable = provider_mergeable(pinned.schema().options());
+    let key_types = key_types(pinned).unwrap_or_default();
     let mut splits = Vec::with_capacity(plan.splits().len());
     for split in plan.splits() {
         let files: Vec<LakeFile> = split
@@ -127,10 +129,15 @@ pub async fn plan_snapshot(
         // sorted runs the provider merges when their order is known, and by paimon's
         // merge reader otherwise.
         let runs = (primary_key && !has_deletes && !split.raw_convertible() && mergeable)
-            .then(|| keyed_runs(split))
+            .then(|| keyed_runs(split, &key_types))
             .flatten();
         let read = if let Some(runs) = runs {
-            LakeRead::KeyedRuns(runs)
+            // files that share no key and hold no deletes are raw parquet
+            if runs.newer.is_empty() && !runs.base_has_deletes {
+                LakeRead::Parquet(ColumnMapping::ByName)
+            } else {
+                LakeRead::KeyedRuns(runs)
+            }
         } else if has_deletes || (primary_key && !split.raw_convertible()) {
             LakeRead::MergeOnRead(MergeTask {
                 payload: split
@@ -173,15 +180,46 @@ fn provider_mergeable(options: &HashMap<String, String>) -> bool {
 }
 
 /// The split's files as sorted runs whose order the sequence numbers prove, or
-/// `None` (the merge reader reads it then).
+/// `None` (the merge reader reads it then). `key_types` are the lake key's types
+/// (the trimmed primary key): files whose key ranges no other file's overlaps
+/// ([`sections::by_key_range`]) are base files as they are.
+fn keyed_runs(split: &DataSplit, key_types: &[PaimonType]) -> Option<KeyedRuns> {
+    let file = |f: &paimon::spec::DataFileMeta| LakeFile {
+        path: split.data_file_path(f),
+        size: f.file_size as u64,
+        rows: f.row_count,
+    };
+    let mut runs = KeyedRuns {
+        base: Vec::new(),
+        base_has_deletes: false,
+        newer: Vec::new(),
+        row_kind_column: VALUE_KIND_COLUMN.to_string(),
+    };
+    for section in sections::by_key_range(split.data_files(), key_types) {
+        let (base, newer) = section_runs(section)?;
+        // a file that does not say how many deletes it holds may hold some
+        runs.base_has_deletes |= base.iter().any(|f| f.delete_row_count != Some(0));
+        runs.base.extend(base.into_iter().map(file));
+        runs.newer.extend(newer.into_iter().map(file));
+    }
+    Some(runs)
+}
+
+/// The base run and the newer files (in the order their rows apply) of one key-range
+/// section, or `None` when the sequence numbers do not prove their order.
 ///
 /// The base is the highest level above 0 (one sorted run: its files' key ranges do not
 /// overlap), or the level-0 file with the oldest rows when every file is at level 0;
 /// every other file must hold only newer rows, and they apply in ascending sequence
 /// order (files whose sequence ranges overlap must share a level above 0, so never hold
-/// the same key).
-fn keyed_runs(split: &DataSplit) -> Option<KeyedRuns> {
-    let files = split.data_files();
+/// the same key). A section of one file is its own base.
+#[allow(clippy::type_complexity)]
+fn section_runs(
+    files: Vec<&paimon::spec::DataFileMeta>,
+) -> Option<(
+    Vec<&paimon::spec::DataFileMeta>,
+    Vec<&paimon::spec::DataFileMeta>,
+)> {
     let top = files.iter().map(|f| f.level).max()?;
     let base_index: Vec<usize> = if top > 0 {
         (0..files.len())
@@ -192,7 +230,7 @@ fn keyed_runs(split: &DataSplit) -> Option<KeyedRuns> {
         vec![oldest]
     };
     let (mut base, mut newer) = (Vec::new(), Vec::new());
-    for (i, f) in files.iter().enumerate() {
+    for (i, f) in files.into_iter().enumerate() {
         if base_index.contains(&i) {
             base.push(f);
         } else {
@@ -211,18 +249,24 @@ fn keyed_runs(split: &DataSplit) -> Option<KeyedRuns> {
             return None;
         }
     }
-    let file = |f: &&paimon::spec::DataFileMeta| LakeFile {
-        path: split.data_file_path(f),
-        size: f.file_size as u64,
-        rows: f.row_count,
-    };
-    Some(KeyedRuns {
-        // a file that does not say how many deletes it holds may hold some
-        base_has_deletes: base.iter().any(|f| f.delete_row_count != Some(0)),
-        base: base.iter().map(file).collect(),
-        newer: newer.iter().map(file).collect(),
-        row_kind_column: VALUE_KIND_COLUMN.to_string(),
-    })
+    Some((base, newer))
+}
+
+/// The lake key's types: the primary key without the partition columns, as Paimon
+/// writes files' min and max keys; `None` when a key column is missing.
+fn key_types(table: &Table) -> Option<Vec<PaimonType>> {
+    let fields = table.schema().fields();
+    table
+        .schema()
+        .trimmed_primary_keys()
+        .iter()
+        .map(|k| {
+            fields
+                .iter()
+                .find(|f| f.name() == k)
+                .map(|f| f.data_type().clone())
+        })
+        .collect()
 }
 
 /// Reads merge-on-read splits with the paimon reader, projected to `columns`
