@@ -25,6 +25,8 @@ use super::table::{FlussTableProvider, ReadMode};
 use crate::error::{Error, ErrorKind};
 use crate::source::FlussSource;
 use crate::source::layout::validate_name;
+use crate::union::TailCache;
+use crate::union::tail_cache::DEFAULT_TAIL_CACHE_BYTES;
 
 /// Tables registered through DataFusion, by (database, table): not stored in Fluss.
 type SessionTables = Arc<RwLock<HashMap<(String, String), Arc<dyn TableProvider>>>>;
@@ -45,16 +47,32 @@ pub struct FlussCatalog {
     source: Arc<dyn FlussSource>,
     session_tables: SessionTables,
     listing_error: ListingError,
+    tail_cache: Arc<TailCache>,
 }
 
 impl FlussCatalog {
-    /// The catalog of `source`.
+    /// The catalog of `source`, keeping up to [`DEFAULT_TAIL_CACHE_BYTES`] of folded
+    /// primary-key tails between queries.
     pub fn new(source: Arc<dyn FlussSource>) -> Self {
         Self {
             source,
             session_tables: Default::default(),
             listing_error: Default::default(),
+            tail_cache: Arc::new(TailCache::new(DEFAULT_TAIL_CACHE_BYTES)),
         }
+    }
+
+    /// Keeps at most `bytes` of folded primary-key tails between queries (0: none):
+    /// a tail's range never changes, so a warm session decodes and folds it once
+    /// ([`TailCache`]).
+    pub fn with_tail_cache_bytes(mut self, bytes: usize) -> Self {
+        self.tail_cache = Arc::new(TailCache::new(bytes));
+        self
+    }
+
+    /// The folded tails the catalog's tables keep between queries.
+    pub fn tail_cache(&self) -> &Arc<TailCache> {
+        &self.tail_cache
     }
 
     /// The source the catalog reads.
@@ -104,6 +122,7 @@ impl CatalogProvider for FlussCatalog {
             database: name.to_string(),
             session_tables: self.session_tables.clone(),
             listing_error: self.listing_error.clone(),
+            tail_cache: self.tail_cache.clone(),
         }))
     }
 }
@@ -115,6 +134,7 @@ pub struct FlussSchema {
     database: String,
     session_tables: SessionTables,
     listing_error: ListingError,
+    tail_cache: Arc<TailCache>,
 }
 
 impl FlussSchema {
@@ -185,7 +205,8 @@ impl FlussSchema {
                 };
                 FlussTableProvider::lake_only(self.source.clone(), table, system)?
             }
-            ReadMode::Union => FlussTableProvider::new(self.source.clone(), table, mode)?,
+            ReadMode::Union => FlussTableProvider::new(self.source.clone(), table, mode)?
+                .with_tail_cache(self.tail_cache.clone()),
         };
         Ok(Some(Arc::new(provider)))
     }

@@ -45,7 +45,8 @@ use crate::error::{Error, Result};
 use crate::lake::{LakeTable, MergeTask};
 use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
-use crate::union::{BucketCut, ChangelogFold, RunKeys};
+use crate::union::tail_cache::TailKey;
+use crate::union::{BucketCut, ChangelogFold, RunKeys, TailCache};
 
 /// Metrics every DataFusion operator reports about its own output.
 const BASELINE_METRICS: [&str; 6] = [
@@ -144,16 +145,20 @@ pub struct PrimaryKeyMergeInputs {
     pub table: FlussTable,
     /// The lake table and pinned snapshot id, if anything was tiered.
     pub lake: Option<(Arc<dyn LakeTable>, i64)>,
-    /// Table columns read: the projection plus the key columns.
+    /// Table columns read: the projection, plus the key columns when merging by key.
     pub scan_columns: Vec<usize>,
     /// The table schema projected to `scan_columns`.
     pub scan_schema: SchemaRef,
-    /// Positions of the key columns in `scan_schema`.
+    /// Positions of the key columns in `scan_schema`; empty when no bucket merges by
+    /// key (no tail, no newer sorted runs), so keys the query does not ask for are
+    /// not read.
     pub key_positions: Vec<usize>,
     /// Positions in `scan_schema` of the columns the scan outputs.
     pub output_positions: Vec<usize>,
     /// Column estimates of the table, for the statistics.
     pub estimates: ColumnEstimates,
+    /// Where folded tails are kept between queries, if anywhere.
+    pub tail_cache: Option<Arc<TailCache>>,
 }
 
 impl PrimaryKeyMergeInputs {
@@ -269,6 +274,8 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
                 .counter("lake_newer_run_rows", partition),
             dropped: MetricBuilder::new(&self.metrics).counter("pk_merge_rows_dropped", partition),
             tail_live: MetricBuilder::new(&self.metrics).counter("tail_live_rows", partition),
+            tail_cache_hits: MetricBuilder::new(&self.metrics)
+                .counter("tail_cache_hits", partition),
             fold_time: MetricBuilder::new(&self.metrics).subset_time("tail_fold_time", partition),
             anti_join_time: MetricBuilder::new(&self.metrics)
                 .subset_time("lake_anti_join_time", partition),
@@ -463,6 +470,8 @@ struct BucketMerge {
     newer_run_rows: Count,
     dropped: Count,
     tail_live: Count,
+    /// Buckets whose folded tail came from the [`TailCache`].
+    tail_cache_hits: Count,
     /// Reading, decoding and folding the tail.
     fold_time: Time,
     /// Probing lake rows against the fold and filtering them.
@@ -474,10 +483,37 @@ struct BucketMerge {
 }
 
 impl BucketMerge {
-    /// Reads and folds the bucket's tail.
-    async fn fold_tail(&self, task: &PrimaryKeyBucketTask) -> Result<ChangelogFold> {
+    /// The bucket's tail folded: from the [`TailCache`] when a fold of its range holds
+    /// the columns the query outputs, else read and folded (and then kept there).
+    async fn fold_tail(&self, task: &PrimaryKeyBucketTask) -> Result<FoldedTail> {
         let inputs = &self.inputs;
         let _timer = self.fold_time.timer();
+        let cut = task.tail.as_ref().filter(|cut| !cut.range.is_empty());
+        let key = cut.map(|cut| TailKey {
+            table_id: inputs.table.table_id(),
+            schema_id: inputs.table.info.get_schema_id(),
+            partition_id: cut.location.partition_id(),
+            bucket: cut.location.bucket,
+            start: cut.range.start,
+            stop: cut.range.stop,
+        });
+        let cache = inputs.tail_cache.as_ref().zip(key);
+        if let Some((cache, key)) = &cache {
+            let wanted: Vec<usize> = inputs
+                .output_positions
+                .iter()
+                .map(|&p| inputs.scan_columns[p])
+                .collect();
+            if let Some(hit) = cache.get(key, &wanted)
+                && let Some(output) = hit.positions(&wanted)
+            {
+                self.tail_cache_hits.add(1);
+                return Ok(FoldedTail {
+                    fold: hit.fold,
+                    output,
+                });
+            }
+        }
         let mut fold =
             ChangelogFold::new(inputs.scan_schema.clone(), inputs.key_positions.clone())?;
         let consumer = MemoryConsumer::new(format!(
@@ -485,7 +521,7 @@ impl BucketMerge {
             inputs.table.path, task.bucket
         ));
         fold.track_memory(consumer.register(self.context.memory_pool()))?;
-        if let Some(cut) = &task.tail {
+        if let Some(cut) = cut {
             fold.reserve(cut.range.offsets().min(1 << 24) as usize)?;
             let options = LogReadOptions {
                 projection: Some(inputs.scan_columns.clone()),
@@ -501,7 +537,20 @@ impl BucketMerge {
                 fold.apply(&batch.batch, &batch.change_types)?;
             }
         }
-        Ok(fold)
+        let output = inputs.output_positions.clone();
+        match cache {
+            // the cache bounds a fold it keeps, not the query's pool
+            Some((cache, key)) if fold.memory_size() <= cache.capacity() => {
+                fold.release_memory();
+                let fold = Arc::new(fold);
+                cache.insert(key, inputs.scan_columns.clone(), fold.clone());
+                Ok(FoldedTail { fold, output })
+            }
+            _ => Ok(FoldedTail {
+                fold: Arc::new(fold),
+                output,
+            }),
+        }
     }
 
     /// Streams the bucket's lake rows that are their key's newest lake version and
@@ -516,10 +565,10 @@ impl BucketMerge {
     fn merge(
         self: Arc<Self>,
         task: PrimaryKeyBucketTask,
-        fold: ChangelogFold,
+        tail: FoldedTail,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let inputs = &self.inputs;
-        let fold = Arc::new(fold);
+        let fold = tail.fold;
         let columns = inputs.scan_columns.len();
         let table = inputs.table.path.to_string();
         let mut runs = RunKeys::new(&inputs.key_types()?)?;
@@ -603,12 +652,19 @@ impl BucketMerge {
             })
         };
         // then the tail's live rows
-        let live = fold.live_rows(&inputs.output_positions, self.batch_size)?;
+        let live = fold.live_rows(&tail.output, self.batch_size)?;
         self.tail_live
             .add(live.iter().map(RecordBatch::num_rows).sum::<usize>());
         let tail_stream = futures::stream::iter(live.into_iter().map(Ok));
         Ok(lake_stream.chain(tail_stream).boxed())
     }
+}
+
+/// A bucket's folded tail and where the query's output columns are in its rows.
+struct FoldedTail {
+    fold: Arc<ChangelogFold>,
+    /// Positions in the fold's columns of the scan's output columns.
+    output: Vec<usize>,
 }
 
 /// Which lake rows a batch holds, for the bucket merge.

@@ -54,7 +54,7 @@ use crate::lake::{
 };
 use crate::source::{FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
-use crate::union::{UnionCut, plan_cut};
+use crate::union::{TailCache, UnionCut, plan_cut};
 
 /// Decides from a partition name whether the partition can hold matching rows.
 type PartitionPruner = Box<dyn Fn(&str) -> bool + Send + Sync>;
@@ -75,6 +75,8 @@ pub struct FlussTableProvider {
     table: FlussTable,
     schema: SchemaRef,
     mode: ReadMode,
+    /// Where primary-key tails folded by its scans are kept between queries.
+    tail_cache: Option<Arc<TailCache>>,
 }
 
 /// The lake side of a scan: the lake table and its plan of the cut's snapshot.
@@ -99,7 +101,15 @@ impl FlussTableProvider {
             table,
             schema,
             mode,
+            tail_cache: None,
         })
+    }
+
+    /// Keeps the primary-key tails its scans fold in `cache`, and reuses those kept
+    /// there ([`TailCache`]); without one, every scan folds its tails anew.
+    pub fn with_tail_cache(mut self, cache: Arc<TailCache>) -> Self {
+        self.tail_cache = Some(cache);
+        self
     }
 
     /// The provider of `t$lake`: the lake snapshot only, showing the Fluss columns and
@@ -395,17 +405,34 @@ impl FlussTableProvider {
         let key_indexes = self.table.info.get_schema().primary_key_indexes();
         let projected: Vec<usize> =
             projection.unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let lake_mode = self.mode == ReadMode::LakeOnly;
+        // Keys are read only to merge: against a tail, or across newer sorted runs. A
+        // lake of files that share no key, with no tail, is read as it is.
+        let has_tail = !lake_mode && cut.buckets.iter().any(|b| !b.range.is_empty());
+        let has_newer_runs = lake.as_ref().is_some_and(|l| {
+            l.plan
+                .splits
+                .iter()
+                .any(|s| s.keyed_runs().is_some_and(|r| !r.newer.is_empty()))
+        });
+        let merges_by_key = has_tail || has_newer_runs;
         let mut scan_columns = projected.clone();
-        for k in &key_indexes {
-            if !scan_columns.contains(k) {
-                scan_columns.push(*k);
+        if merges_by_key {
+            for k in &key_indexes {
+                if !scan_columns.contains(k) {
+                    scan_columns.push(*k);
+                }
             }
         }
         let scan_schema = Arc::new(self.schema.project(&scan_columns)?);
-        let key_positions: Vec<usize> = key_indexes
-            .iter()
-            .map(|k| scan_columns.iter().position(|c| c == k).unwrap_or_default())
-            .collect();
+        let key_positions: Vec<usize> = if merges_by_key {
+            key_indexes
+                .iter()
+                .map(|k| scan_columns.iter().position(|c| c == k).unwrap_or_default())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let output_positions: Vec<usize> = (0..projected.len()).collect();
         // one task per (partition, bucket) of the lake or of Fluss
         let mut tasks: Vec<PrimaryKeyBucketTask> = Vec::new();
@@ -427,7 +454,6 @@ impl FlussTableProvider {
                 });
                 tasks.len() - 1
             };
-        let lake_mode = self.mode == ReadMode::LakeOnly;
         if !lake_mode {
             for b in &cut.buckets {
                 let name = b.location.partition.as_ref().map(|(_, n)| n.clone());
@@ -515,6 +541,7 @@ impl FlussTableProvider {
             key_positions,
             output_positions,
             estimates: statistics.estimates,
+            tail_cache: self.tail_cache.clone(),
         };
         let exec = FlussPrimaryKeyScanExec::new(
             inputs,

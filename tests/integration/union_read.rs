@@ -550,3 +550,68 @@ async fn lake_plans_are_cached_per_storage_options() {
         "a source with other credentials got the lake another source opened"
     );
 }
+
+/// The `tail_cache_hits` metric of the primary-key scan of `sql`, run to the end.
+async fn tail_cache_hits(ctx: &SessionContext, sql: &str) -> (String, usize) {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+        .await
+        .unwrap();
+    let mut hits = 0;
+    let mut stack = vec![plan];
+    while let Some(node) = stack.pop() {
+        if node.name() == "FlussPrimaryKeyScanExec" {
+            hits += node
+                .metrics()
+                .and_then(|m| m.sum_by_name("tail_cache_hits"))
+                .map_or(0, |v| v.as_usize());
+        }
+        stack.extend(node.children().into_iter().cloned());
+    }
+    (pretty_format_batches(&batches).unwrap().to_string(), hits)
+}
+
+#[tokio::test]
+async fn folded_tails_are_reused_until_the_tail_moves() {
+    let (_dir, store, ctx) = setup().await;
+    let path = tiered_users(&store, 2, 10).await;
+    store
+        .upsert(&path, &rows(&[3, 4], &["n3b", "n4b"], &[30, 40]))
+        .await
+        .unwrap();
+    let sql = "SELECT id, name FROM fluss.db.users WHERE id IN (3, 4) ORDER BY id";
+    let (first, hits) = tail_cache_hits(&ctx, sql).await;
+    assert_eq!(hits, 0, "nothing folded yet");
+    let (again, hits) = tail_cache_hits(&ctx, sql).await;
+    assert_eq!(again, first);
+    assert!(hits >= 1, "the second query reuses the folds");
+    // fewer columns: served by the same folds; more: folded anew
+    let (_, hits) = tail_cache_hits(&ctx, "SELECT name FROM fluss.db.users").await;
+    assert!(hits >= 1);
+    let (_, hits) = tail_cache_hits(&ctx, "SELECT name, score FROM fluss.db.users").await;
+    assert_eq!(hits, 0);
+    // a write moves the high watermark: the new range is folded, with the new row
+    store
+        .upsert(&path, &rows(&[3], &["n3c"], &[31]))
+        .await
+        .unwrap();
+    let (out, _) = tail_cache_hits(&ctx, sql).await;
+    assert!(out.contains("n3c") && !out.contains("n3b"), "{out}");
+    // a catalog without a cache folds every time
+    let uncached = SessionContext::new();
+    uncached.register_catalog(
+        "fluss",
+        Arc::new(FlussCatalog::new(store.clone()).with_tail_cache_bytes(0)),
+    );
+    for _ in 0..2 {
+        let (out, hits) = tail_cache_hits(&uncached, sql).await;
+        assert_eq!(hits, 0);
+        assert!(out.contains("n3c"), "{out}");
+    }
+}
