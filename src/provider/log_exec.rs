@@ -143,7 +143,13 @@ impl ExecutionPlan for FlussLogScanExec {
                 .try_flatten()
             })
             .flatten()
-            .map(|r| r.map(|b| b.batch).map_err(DataFusionError::from));
+            .map({
+                let schema = schema.clone();
+                move |r| {
+                    r.and_then(|b| super::view_types::to_view_types(b.batch, &schema))
+                        .map_err(DataFusionError::from)
+                }
+            });
         let stream = super::describe::limit_stream(stream.boxed(), self.limit);
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }

@@ -11,6 +11,7 @@ mod log_exec;
 mod pk_exec;
 mod statistics;
 mod table;
+mod view_types;
 
 pub use catalog::{FlussCatalog, FlussSchema};
 pub use table::{FlussTableProvider, ReadMode};

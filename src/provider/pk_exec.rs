@@ -534,7 +534,8 @@ impl BucketMerge {
                 .read_log(&inputs.table, &cut.location, cut.range, options)
                 .await?;
             while let Some(batch) = tail.try_next().await? {
-                fold.apply(&batch.batch, &batch.change_types)?;
+                let rows = super::view_types::to_view_types(batch.batch, &inputs.scan_schema)?;
+                fold.apply(&rows, &batch.change_types)?;
             }
         }
         let output = inputs.output_positions.clone();

@@ -47,6 +47,7 @@ use super::pk_exec::{
     PrimaryKeyMergeInputs,
 };
 use super::statistics::{ColumnEstimates, lake_file_statistics};
+use super::view_types::with_view_types;
 use crate::error::{Error, Result};
 use crate::lake::{
     ColumnMapping, LakeFile, LakeLocation, LakePlan, LakeRead, LakeScanRequest, LakeSplit,
@@ -94,8 +95,10 @@ struct ScanStatistics {
 
 impl FlussTableProvider {
     /// A provider of `table` from `source`: the Fluss columns of its latest schema.
+    /// Strings and bytes are views (`Utf8View`, `BinaryView`), as a `ListingTable`
+    /// reads them.
     pub fn new(source: Arc<dyn FlussSource>, table: FlussTable, mode: ReadMode) -> Result<Self> {
-        let schema = table.schemas.latest()?.arrow.clone();
+        let schema = with_view_types(&table.schemas.latest()?.arrow);
         Ok(Self {
             source,
             table,
@@ -203,8 +206,10 @@ impl FlussTableProvider {
             filter: lake_predicate(&filters.lake(), &columns),
             primary_key: self.table.info.has_primary_key(),
         };
+        // checked against the Fluss types (`Utf8`, not the scans' views), as errors name them
+        let fluss = self.table.schemas.latest()?.arrow.clone();
         let (lake, mut plan) =
-            crate::lake::plan_snapshot(&location, &self.table, &self.schema, &request).await?;
+            crate::lake::plan_snapshot(&location, &self.table, &fluss, &request).await?;
         plan.splits
             .retain(|s| s.partition_name.as_deref().is_none_or(keep_partition));
         for split in &plan.splits {

@@ -102,7 +102,7 @@ async fn table_rows(session: &FlussSession, table: &str) -> Option<Rows> {
     let mut out = Vec::new();
     for batch in &batches {
         let ids = batch.column(0).as_primitive::<Int64Type>();
-        let vs = batch.column(1).as_string::<i32>();
+        let vs = batch.column(1).as_string_view();
         for i in 0..batch.num_rows() {
             out.push((ids.value(i), vs.value(i).to_string()));
         }
