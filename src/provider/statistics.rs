@@ -66,13 +66,31 @@ pub async fn lake_file_statistics(
                         .with_context("file", name)
                         .with_source(e)
                 })?;
-            Ok::<_, Error>(Arc::new(stats))
+            Ok::<_, Error>(Arc::new(with_range_distinct(stats)))
         });
     }
     futures::stream::iter(reads)
         .buffered(FOOTER_READS)
         .try_collect()
         .await
+}
+
+/// `stats` with an `Inexact` distinct count, from the value range, on every column
+/// that has min and max but no distinct count: what DataFusion's join estimates
+/// derive from the bounds themselves, kept when a union with a tail (no bounds)
+/// merges them away (`Statistics::try_merge_iter` keeps a distinct count only when
+/// every input has one). TPC-H Q21: `supplier` x `lineitem` was estimated at 11 K
+/// rows instead of 5.9 M.
+fn with_range_distinct(mut stats: Statistics) -> Statistics {
+    let rows = stats.num_rows.get_value().copied();
+    for column in &mut stats.column_statistics {
+        if column.distinct_count == Precision::Absent
+            && let Some(range) = range_cardinality(column)
+        {
+            column.distinct_count = Precision::Inexact(rows.map_or(range, |r| range.min(r)));
+        }
+    }
+    stats
 }
 
 /// Per-column estimates for any number of a table's rows, from what its lake files
@@ -269,6 +287,24 @@ mod tests {
         assert_eq!(wide.column_statistics[1].distinct_count, Precision::Absent);
         assert_eq!(projected.column_statistics.len(), 1);
         assert_eq!(projected.total_byte_size, Precision::Inexact(500));
+    }
+
+    #[test]
+    fn bounded_columns_estimate_their_distinct_values() {
+        let stats = with_range_distinct(lake_file(100, 1000, 10).as_ref().clone());
+        assert_eq!(
+            stats.column_statistics[0].distinct_count,
+            Precision::Inexact(100)
+        );
+        // no bounds, no estimate
+        assert_eq!(stats.column_statistics[1].distinct_count, Precision::Absent);
+        // never more than the rows
+        let mut few = lake_file(100, 1000, 10).as_ref().clone();
+        few.num_rows = Precision::Exact(40);
+        assert_eq!(
+            with_range_distinct(few).column_statistics[0].distinct_count,
+            Precision::Inexact(40)
+        );
     }
 
     #[test]
