@@ -91,6 +91,22 @@ impl LogBatch {
     }
 
     fn parse_inner(bytes: Bytes) -> Result<Self> {
+        let size = bytes.len();
+        Self::checked(bytes, size)
+    }
+
+    /// Where a batch starting with `header` (at least its fixed header; `size` bytes in
+    /// all) ends: its base offset, the offset after it and its size, with the header
+    /// checked as [`LogBatch::parse`] checks it. Frames a segment from its headers
+    /// alone, without reading the batches.
+    pub(crate) fn frame_of_header(header: Bytes, size: usize) -> Result<(i64, i64)> {
+        let batch = Self::checked(header, size)?;
+        Ok((batch.base_offset(), batch.next_offset()))
+    }
+
+    /// Checks framing, magic and section lengths of a batch of `size` bytes whose
+    /// first bytes are `bytes` (all of them, or at least the fixed header).
+    fn checked(bytes: Bytes, size: usize) -> Result<Self> {
         if bytes.len() < MIN_HEADER_SIZE {
             return Err(Error::data_invalid(format!(
                 "truncated batch header: {} bytes, need at least {MIN_HEADER_SIZE}",
@@ -98,19 +114,18 @@ impl LogBatch {
             )));
         }
         let length = read_i32(&bytes, LENGTH_OFFSET)?;
-        if length < 0 || LOG_OVERHEAD + length as usize != bytes.len() {
+        if length < 0 || LOG_OVERHEAD + length as usize != size {
             return Err(Error::data_invalid(format!(
-                "batch length field {length} does not match {} available bytes",
-                bytes.len()
+                "batch length field {length} does not match {size} available bytes"
             )));
         }
         let magic_byte = read_u8(&bytes, MAGIC_OFFSET)?;
         let magic = LogMagic::from_byte(magic_byte)
             .ok_or_else(|| Error::data_invalid(format!("unknown log batch magic {magic_byte}")))?;
-        if bytes.len() < magic.header_size() {
+        if bytes.len() < magic.header_size() || size < magic.header_size() {
             return Err(Error::data_invalid(format!(
                 "truncated batch header: {} bytes, magic {magic_byte} needs {}",
-                bytes.len(),
+                bytes.len().min(size),
                 magic.header_size()
             )));
         }
@@ -147,10 +162,9 @@ impl LogBatch {
         if !batch.is_append_only() {
             data_start += records as usize;
         }
-        if data_start > batch.bytes.len() {
+        if data_start > size {
             return Err(Error::data_invalid(format!(
-                "statistics and change types ({data_start} bytes) run past the batch end ({})",
-                batch.bytes.len()
+                "statistics and change types ({data_start} bytes) run past the batch end ({size})"
             )));
         }
         Ok(batch)

@@ -234,25 +234,29 @@ impl SegmentIndex {
     }
 
     /// Records batches framed from `position` on (a batch boundary inside or at the
-    /// end of the known prefix).
-    fn extend(&mut self, position: u64, batches: &[LogBatch], framed_length: u64) {
+    /// end of the known prefix), each as its [`Frame`].
+    fn extend(
+        &mut self,
+        position: u64,
+        batches: impl IntoIterator<Item = Frame>,
+        framed_length: u64,
+    ) {
         if position > self.valid_length {
             return;
         }
         let mut at = position;
-        for batch in batches {
-            let size = batch.size_in_bytes() as u64;
+        for frame in batches {
             if at >= self.valid_length {
                 let far = self
                     .entries
                     .last()
                     .is_none_or(|(_, last)| at >= last + INDEX_INTERVAL);
                 if far {
-                    self.entries.push((batch.base_offset(), at));
+                    self.entries.push((frame.base_offset, at));
                 }
-                self.next_offset = batch.next_offset();
+                self.next_offset = frame.next_offset;
             }
-            at += size;
+            at += frame.size;
         }
         self.valid_length = self.valid_length.max(position + framed_length);
     }
@@ -273,11 +277,38 @@ fn with_index<R>(key: &str, look: impl FnOnce(&SegmentIndex) -> R) -> Option<R> 
     FRAMED.lock().ok().and_then(|m| m.get(key).map(look))
 }
 
+/// Where one batch of a segment lies: its offsets and its size in bytes.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    base_offset: i64,
+    next_offset: i64,
+    size: u64,
+}
+
+impl Frame {
+    fn of(batch: &LogBatch) -> Self {
+        Self {
+            base_offset: batch.base_offset(),
+            next_offset: batch.next_offset(),
+            size: batch.size_in_bytes() as u64,
+        }
+    }
+}
+
 fn remember(key: String, position: u64, batches: &[LogBatch], framed_length: u64) {
+    remember_frames(key, position, batches.iter().map(Frame::of), framed_length);
+}
+
+fn remember_frames(
+    key: String,
+    position: u64,
+    frames: impl IntoIterator<Item = Frame>,
+    framed_length: u64,
+) {
     if let Ok(mut m) = FRAMED.lock() {
         m.entry(key)
             .or_default()
-            .extend(position, batches, framed_length);
+            .extend(position, frames, framed_length);
     }
 }
 
@@ -291,14 +322,33 @@ pub fn forget_framing(storage: &Storage, path: &str) {
 
 /// The offset after the last complete batch of a segment, reading only bytes not
 /// framed before. A torn tail is ignored (it may still be being written).
+///
+/// On a local store the unframed batches are framed by their headers alone
+/// ([`frame_by_headers`]): a process that has not looked at the segment yet (every
+/// `fluss-sql -c`) reads a few kilobytes to find a bucket's end, not the segment.
 pub async fn segment_end_offset(storage: &Storage, segment: &SegmentFile) -> Result<i64> {
     let key = storage.absolute(&segment.path);
     let size = storage.size(&segment.path).await?;
-    let (position, next_offset) = with_index(&key, |k| (k.valid_length, k.next_offset))
+    let (mut position, mut next_offset) = with_index(&key, |k| (k.valid_length, k.next_offset))
         .filter(|(valid_length, _)| *valid_length <= size)
         .unwrap_or((0, segment.base_offset));
     if position == size {
         return Ok(next_offset);
+    }
+    if size - position > HEADER_FRAMING_MIN_BYTES
+        && let Some(file) = storage.open_local(&segment.path)?
+    {
+        let frames = frame_by_headers(&file, position, size, next_offset)
+            .map_err(|e| Error::from(e).with_context("file", &segment.path))?;
+        let framed: u64 = frames.iter().map(|f| f.size).sum();
+        if let Some(last) = frames.last() {
+            next_offset = last.next_offset;
+        }
+        remember_frames(key.clone(), position, frames, framed);
+        position += framed;
+        if position == size {
+            return Ok(next_offset);
+        }
     }
     let bytes = storage.read_range(&segment.path, position..size).await?;
     let framed = frame_from(bytes, segment, true, next_offset)?;
@@ -308,6 +358,58 @@ pub async fn segment_end_offset(storage: &Storage, segment: &SegmentFile) -> Res
         .map_or(next_offset, LogBatch::next_offset);
     remember(key, position, &framed.batches, framed.valid_length as u64);
     Ok(end)
+}
+
+/// Unframed bytes of a local segment past which its end is found from batch headers
+/// instead of by reading the bytes.
+const HEADER_FRAMING_MIN_BYTES: u64 = 1 << 20;
+
+/// Frames the complete batches of a local segment from `position` (a batch boundary
+/// whose base offset is `expected`) by reading each batch's fixed header only, checked
+/// as [`LogBatch::parse`] checks a batch and required to continue the offsets. Stops
+/// at the first header that does not fit in the `size` bytes of the file, does not
+/// check, or breaks contiguity: the bytes from there on are left to [`frame_from`],
+/// which tells a torn tail from damage on the bytes themselves. CRCs are checked when
+/// batches are read, as for batches framed from their bytes.
+fn frame_by_headers(
+    file: &std::fs::File,
+    mut position: u64,
+    size: u64,
+    mut expected: i64,
+) -> std::io::Result<Vec<Frame>> {
+    use std::os::unix::fs::FileExt;
+    const HEADER: usize = 56; // the largest fixed header (V2)
+    let mut frames = Vec::new();
+    let mut header = [0u8; HEADER];
+    while size - position >= super::format::MIN_HEADER_SIZE as u64 {
+        let available = HEADER.min((size - position) as usize);
+        file.read_exact_at(&mut header[..available], position)?;
+        let length = i32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+        let Ok(length) = u64::try_from(length) else {
+            break;
+        };
+        let batch_size = super::format::LOG_OVERHEAD as u64 + length;
+        if batch_size > size - position {
+            break;
+        }
+        let Ok(batch_size) = usize::try_from(batch_size) else {
+            break;
+        };
+        let head = Bytes::copy_from_slice(&header[..available]);
+        match LogBatch::frame_of_header(head, batch_size) {
+            Ok((base_offset, next_offset)) if base_offset == expected => {
+                frames.push(Frame {
+                    base_offset,
+                    next_offset,
+                    size: batch_size as u64,
+                });
+                expected = next_offset;
+                position += batch_size as u64;
+            }
+            _ => break,
+        }
+    }
+    Ok(frames)
 }
 
 /// The complete batches of a segment that may hold offsets in `[start, stop)`: batches

@@ -832,6 +832,71 @@ async fn mid_segment_reads_start_near_the_range_and_see_later_appends() {
     check(19 * rows..20 * rows).await;
 }
 
+#[tokio::test]
+async fn a_large_segment_is_framed_from_its_headers_with_the_same_answers() {
+    // ~2.4 MB in one segment: a process that has not framed it finds its end from the
+    // batch headers, then reads any range through the index that built.
+    let (dir, storage) = open_storage().await;
+    let v = simple_version();
+    let b = LogBatchBuilder::new(1, ArrowCompression::None);
+    let rows = 3000i64;
+    let log = simple_log(&v, 60, rows, &b);
+    append_all(&storage, 1 << 30, &log).await;
+    let segment = dir.path().join(BUCKET).join("00000000000000000000.log");
+    assert!(std::fs::metadata(&segment).unwrap().len() > 2 << 20);
+    assert_eq!(
+        bucket_offsets(&storage, BUCKET).await.unwrap(),
+        (0, 60 * rows)
+    );
+    let schemas = history([v.clone()]);
+    for range in [0..60 * rows, 31 * rows + 7..33 * rows, 59 * rows..60 * rows] {
+        let (out, _) = read_range(
+            &storage,
+            range.clone(),
+            &schemas,
+            1,
+            LogReadOptions::verified(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            ids(&out),
+            (range.start as i32..range.end as i32).collect::<Vec<_>>()
+        );
+    }
+    // a torn append after the framed batches is not part of the log
+    let next = b
+        .build(60 * rows, 0, &simple_batch(&v, 0..rows as i32), None)
+        .unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&segment)
+        .unwrap();
+    std::io::Write::write_all(&mut file, &next[..next.len() / 2]).unwrap();
+    assert_eq!(
+        bucket_offsets(&storage, BUCKET).await.unwrap(),
+        (0, 60 * rows)
+    );
+}
+
+#[tokio::test]
+async fn a_damaged_length_in_a_large_segment_is_an_error_not_its_end() {
+    // Header framing stops at a length running past the file; the bytes from there on
+    // are judged as a whole: a valid batch after it means damage, never a torn tail.
+    let (dir, storage) = open_storage().await;
+    let v = simple_version();
+    let b = LogBatchBuilder::new(1, ArrowCompression::None);
+    let log = simple_log(&v, 60, 3000, &b);
+    append_all(&storage, 1 << 30, &log).await;
+    let segment = dir.path().join(BUCKET).join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let at: usize = log[..30].iter().map(Bytes::len).sum();
+    bytes[at + 8..at + 12].copy_from_slice(&i32::MAX.to_le_bytes());
+    std::fs::write(&segment, &bytes).unwrap();
+    let e = bucket_offsets(&storage, BUCKET).await.unwrap_err();
+    assert!(e.to_string().contains("length is damaged"), "{e}");
+}
+
 // ---------------------------------------------------------------------------------------
 // 5. Schema evolution
 // ---------------------------------------------------------------------------------------

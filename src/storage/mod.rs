@@ -254,6 +254,18 @@ impl Storage {
             .map_err(|e| Error::from(e).with_context("file", path))
     }
 
+    /// The local file at `path`, opened for positioned reads, when the store is a
+    /// local directory (`None` for object stores): a caller reading many small
+    /// pieces of one file (a segment's batch headers) then pays no request per piece.
+    pub(crate) fn open_local(&self, path: &str) -> Result<Option<std::fs::File>> {
+        let Some(local) = self.direct_local(path)? else {
+            return Ok(None);
+        };
+        std::fs::File::open(&local)
+            .map(Some)
+            .map_err(|e| Error::from(e).with_context("file", path))
+    }
+
     /// Reads bytes `range` of an object.
     pub async fn read_range(&self, path: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
         if range.end.saturating_sub(range.start) <= DIRECT_READ_LIMIT
