@@ -302,6 +302,7 @@ pub fn parquet_scan(
         predicate,
         limit,
         rows: files.iter().map(|f| f.rows).sum(),
+        row_filter: false,
     };
     Ok(Some(config.build(state, store_url, groups)?))
 }
@@ -316,6 +317,7 @@ pub fn parquet_bucket_scan(
     table_schema: SchemaRef,
     projection: Vec<usize>,
     predicate: Option<Arc<dyn PhysicalExpr>>,
+    row_filter: bool,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let (store_url, partitioned) = partitioned_files(files)?;
     let config = ParquetScanConfig {
@@ -325,6 +327,7 @@ pub fn parquet_bucket_scan(
         predicate,
         limit: None,
         rows: files.iter().map(|f| f.rows).sum(),
+        row_filter,
     };
     config.build(state, store_url, vec![partitioned])
 }
@@ -354,6 +357,10 @@ struct ParquetScanConfig {
     predicate: Option<Arc<dyn PhysicalExpr>>,
     limit: Option<usize>,
     rows: i64,
+    /// Evaluates the predicate on rows while decoding (parquet `pushdown_filters`):
+    /// only the rows it keeps have their other columns decoded. For selective
+    /// predicates (a key lookup), whatever the session's default.
+    row_filter: bool,
 }
 
 impl ParquetScanConfig {
@@ -379,6 +386,9 @@ impl ParquetScanConfig {
             .with_parquet_file_reader_factory(Arc::new(reader_factory));
         if let Some(p) = self.predicate {
             source = source.with_predicate(p);
+            if self.row_filter {
+                source = source.with_pushdown_filters(true);
+            }
         }
         let with_files = groups.iter().flatten().all(|f| f.statistics.is_some());
         let merge = |files: &[PartitionedFile]| {

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{BooleanArray, RecordBatch};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -159,6 +159,10 @@ pub struct PrimaryKeyMergeInputs {
     pub estimates: ColumnEstimates,
     /// Where folded tails are kept between queries, if anywhere.
     pub tail_cache: Option<Arc<TailCache>>,
+    /// The primary keys the query's filters fix (one array per key column of
+    /// `scan_schema`'s key types), if they fix the whole key: the tail then outputs
+    /// only those keys' live rows, found in its key index.
+    pub key_lookup: Option<Vec<ArrayRef>>,
 }
 
 impl PrimaryKeyMergeInputs {
@@ -239,6 +243,10 @@ impl DisplayAs for FlussPrimaryKeyScanExec {
         )?;
         if !self.filters.is_empty() {
             write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
+        }
+        if let Some(keys) = &self.inputs.key_lookup {
+            let keys = keys.first().map_or(0, |k| k.len());
+            write!(f, ", tail_key_lookup={keys}")?;
         }
         if let Some(limit) = self.limit {
             write!(f, ", limit={limit}")?;
@@ -653,7 +661,10 @@ impl BucketMerge {
             })
         };
         // then the tail's live rows
-        let live = fold.live_rows(&tail.output, self.batch_size)?;
+        let live = match &inputs.key_lookup {
+            Some(keys) => fold.live_rows_of(keys, &tail.output, self.batch_size)?,
+            None => fold.live_rows(&tail.output, self.batch_size)?,
+        };
         self.tail_live
             .add(live.iter().map(RecordBatch::num_rows).sum::<usize>());
         let tail_stream = futures::stream::iter(live.into_iter().map(Ok));

@@ -439,6 +439,11 @@ impl FlussTableProvider {
             Vec::new()
         };
         let output_positions: Vec<usize> = (0..projected.len()).collect();
+        let key_lookup = if merges_by_key {
+            key_lookup(filters, &self.table, &scan_schema, &key_positions)
+        } else {
+            None
+        };
         // one task per (partition, bucket) of the lake or of Fluss
         let mut tasks: Vec<PrimaryKeyBucketTask> = Vec::new();
         let task_index =
@@ -512,6 +517,7 @@ impl FlussTableProvider {
                             schema,
                             columns,
                             predicate.clone(),
+                            key_lookup.is_some(),
                         )?,
                         splits: read.splits,
                         run_splits: read.run_splits,
@@ -530,6 +536,7 @@ impl FlussTableProvider {
                             schema.clone(),
                             columns.clone(),
                             None,
+                            false,
                         )?,
                         row_count: file.rows.max(0) as u64,
                     });
@@ -547,6 +554,7 @@ impl FlussTableProvider {
             output_positions,
             estimates: statistics.estimates,
             tail_cache: self.tail_cache.clone(),
+            key_lookup,
         };
         let exec = FlussPrimaryKeyScanExec::new(
             inputs,
@@ -557,6 +565,40 @@ impl FlussTableProvider {
         )?;
         Ok(Arc::new(exec))
     }
+}
+
+/// Most keys a scan looks up in the tail's key index instead of projecting its live
+/// rows (an `IN` list of more keys reads the tail as a scan would).
+const MAX_LOOKUP_KEYS: usize = 4096;
+
+/// The primary keys the filters fix (every key column by `=` or `IN`), as one array
+/// per key column of the scan's key types, one row per key; `None` when they do not
+/// fix the whole key, fix too many, or a literal does not fit its column.
+fn key_lookup(
+    filters: &PlacedFilters,
+    table: &FlussTable,
+    scan_schema: &SchemaRef,
+    key_positions: &[usize],
+) -> Option<Vec<ArrayRef>> {
+    let primary_keys = table.info.get_primary_keys().clone();
+    let values = filters.fixed_values(&primary_keys)?;
+    if values.iter().map(Vec::len).product::<usize>() > MAX_LOOKUP_KEYS {
+        return None;
+    }
+    let keys = combinations(&values);
+    key_positions
+        .iter()
+        .enumerate()
+        .map(|(column, &position)| {
+            let scalars = keys.iter().map(|k| k[column].clone());
+            let array = ScalarValue::iter_to_array(scalars).ok()?;
+            let wanted = scan_schema.field(position).data_type();
+            let cast = cast(&array, wanted).ok()?;
+            // a literal the cast changed (or nulled) is not a key of the column
+            let back = datafusion::arrow::compute::cast(&cast, array.data_type()).ok()?;
+            (back.as_ref() == array.as_ref() && cast.null_count() == 0).then_some(cast)
+        })
+        .collect()
 }
 
 /// The lake files of one primary-key bucket read through DataFusion's parquet source.

@@ -180,6 +180,24 @@ impl PlacedFilters {
         values.into_iter().collect()
     }
 
+    /// The values the filters fix for each of `columns` (`=` or `IN` on the bare
+    /// column), in `columns` order, when they fix every one; `None` otherwise. Every
+    /// filter must hold, so the values one filter fixes cover every row that passes.
+    pub fn fixed_values(&self, columns: &[String]) -> Option<Vec<Vec<ScalarValue>>> {
+        if columns.is_empty() {
+            return None;
+        }
+        let mut values: Vec<Option<Vec<ScalarValue>>> = vec![None; columns.len()];
+        for (filter, _) in &self.filters {
+            for (column, literals) in key_literals(filter) {
+                if let Some(i) = columns.iter().position(|k| *k == column) {
+                    values[i] = Some(literals);
+                }
+            }
+        }
+        values.into_iter().collect()
+    }
+
     /// `filter (exact|inexact)` for each filter, as EXPLAIN shows them.
     pub fn describe(&self) -> Vec<String> {
         self.filters
@@ -262,7 +280,9 @@ pub fn comparison(expr: &Expr) -> Option<Comparison> {
 }
 
 /// `(column, literal values)` fixed by a filter: `c = v`, `v = c`, `c IN (v, ...)`,
-/// and conjunctions of those. Null literals fix nothing.
+/// conjunctions of those, and disjunctions (DataFusion writes a short `IN` list as
+/// `c = a OR c = b`): a column every branch fixes takes the union of their values.
+/// Null literals fix nothing.
 pub fn key_literals(filter: &Expr) -> Vec<(String, Vec<ScalarValue>)> {
     match filter {
         Expr::BinaryExpr(BinaryExpr {
@@ -273,6 +293,33 @@ pub fn key_literals(filter: &Expr) -> Vec<(String, Vec<ScalarValue>)> {
             let mut out = key_literals(left);
             out.extend(key_literals(right));
             out
+        }
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) => {
+            let (left, right) = (key_literals(left), key_literals(right));
+            left.into_iter()
+                .filter_map(|(column, mut values)| {
+                    // a branch fixing a column twice (`c = 1 AND c = 2`) fixes it to
+                    // the values of either: their union is still a superset
+                    let more: Vec<ScalarValue> = right
+                        .iter()
+                        .filter(|(c, _)| *c == column)
+                        .flat_map(|(_, v)| v.iter().cloned())
+                        .collect();
+                    if more.is_empty() {
+                        return None;
+                    }
+                    for value in more {
+                        if !values.contains(&value) {
+                            values.push(value);
+                        }
+                    }
+                    Some((column, values))
+                })
+                .collect()
         }
         Expr::InList(list) if !list.negated => match list.expr.as_ref() {
             Expr::Column(c) => list
@@ -586,6 +633,47 @@ mod tests {
             key_literals(&lit(3i64).eq(col("id"))),
             vec![("id".to_string(), vec![ScalarValue::Int64(Some(3))])]
         );
+    }
+
+    #[test]
+    fn a_disjunction_fixes_what_every_branch_fixes() {
+        let v = |i: i64| ScalarValue::Int64(Some(i));
+        // DataFusion's form of `id IN (1, 2, 3)`
+        let or = col("id")
+            .eq(lit(1i64))
+            .or(col("id").eq(lit(2i64)))
+            .or(col("id").eq(lit(3i64)));
+        assert_eq!(
+            key_literals(&or),
+            vec![("id".to_string(), vec![v(1), v(2), v(3)])]
+        );
+        // a branch not fixing the column fixes nothing
+        let partial = col("id").eq(lit(1i64)).or(col("score").eq(lit(2i64)));
+        assert_eq!(key_literals(&partial), vec![]);
+        // composite keys: each column's values across the branches
+        let pairs = col("a")
+            .eq(lit(1i64))
+            .and(col("b").eq(lit(2i64)))
+            .or(col("a").eq(lit(3i64)).and(col("b").eq(lit(4i64))));
+        assert_eq!(
+            key_literals(&pairs),
+            vec![
+                ("a".to_string(), vec![v(1), v(3)]),
+                ("b".to_string(), vec![v(2), v(4)])
+            ]
+        );
+        let placed = PlacedFilters::new(
+            &[pairs],
+            &KeyColumns {
+                primary_keys: vec!["a".into(), "b".into()],
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            placed.fixed_values(&["a".to_string(), "b".to_string()]),
+            Some(vec![vec![v(1), v(3)], vec![v(2), v(4)]])
+        );
+        assert_eq!(placed.fixed_values(&["c".to_string()]), None);
     }
 
     #[test]

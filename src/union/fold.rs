@@ -10,9 +10,10 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::BooleanBufferBuilder;
+use datafusion::arrow::array::{Array, ArrayRef};
 use datafusion::arrow::array::{AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
-use datafusion::arrow::compute::{BatchCoalescer, max, min};
+use datafusion::arrow::compute::{BatchCoalescer, interleave, max, min};
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::arrow::row::RowConverter;
 // hashbrown with foldhash: several times faster than std's SipHash for integer keys,
@@ -295,6 +296,78 @@ impl ChangelogFold {
             }
         };
         Ok(BooleanArray::new(keep, None))
+    }
+
+    /// The tail's live rows whose key is one of `keys` (the key columns' values, one
+    /// row per key, of the fold's key types), with only the `projection` columns: a
+    /// point lookup or a short `IN` list answered from the key index, not by
+    /// projecting every live row. Rows come in `keys` order, each key once.
+    pub fn live_rows_of(
+        &self,
+        keys: &[ArrayRef],
+        projection: &[usize],
+        batch_size: usize,
+    ) -> Result<Vec<RecordBatch>> {
+        let wanted = keys.first().map_or(0, |k| k.len());
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        let mut seen: datafusion::common::HashSet<Latest> = Default::default();
+        let mut hit = |latest: Option<&Latest>| {
+            if let Some(&latest) = latest
+                && latest != DELETED
+                && seen.insert(latest)
+            {
+                found.push(((latest >> 32) as usize, (latest as u32) as usize));
+            }
+        };
+        match &self.latest {
+            KeyIndex::Integer(map) => {
+                let column = keys.first().ok_or_else(|| {
+                    crate::error::Error::internal("a key lookup names no key column")
+                })?;
+                let values = as_i64(column)?;
+                let values = values.as_primitive::<Int64Type>();
+                for i in 0..wanted {
+                    if values.is_valid(i) {
+                        hit(map.get(&values.value(i)));
+                    }
+                }
+            }
+            KeyIndex::Packed(widths, map) => {
+                for key in pack(keys, widths)? {
+                    hit(map.get(&key));
+                }
+            }
+            KeyIndex::Encoded(converter, map) => {
+                let encoded = converter.convert_columns(keys)?;
+                for i in 0..wanted {
+                    hit(map.get(encoded.row(i).as_ref()));
+                }
+            }
+        }
+        let schema = Arc::new(self.schema.project(projection)?);
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sources: Vec<RecordBatch> = self
+            .batches
+            .iter()
+            .map(|b| b.project(projection))
+            .collect::<std::result::Result<_, _>>()?;
+        let columns = (0..projection.len())
+            .map(|c| {
+                let arrays: Vec<&dyn datafusion::arrow::array::Array> =
+                    sources.iter().map(|b| b.column(c).as_ref()).collect();
+                interleave(&arrays, &found)
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let options =
+            datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(found.len()));
+        let rows = RecordBatch::try_new_with_options(schema, columns, &options)?;
+        let size = batch_size.max(1);
+        Ok((0..rows.num_rows())
+            .step_by(size)
+            .map(|at| rows.slice(at, size.min(rows.num_rows() - at)))
+            .collect())
     }
 
     /// The tail's live rows (last upsert of every key not deleted) with only the

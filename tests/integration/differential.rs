@@ -400,6 +400,26 @@ impl Checker<'_> {
             render_rows(&by_id),
         )
         .await;
+        // a short key list (DataFusion writes it as ORs) and a longer one
+        for n in [2usize, 5] {
+            let keys: Vec<i64> = (0..n).map(|_| rng.random_range(0..KEY_SPACE + 2)).collect();
+            let in_keys: Vec<Row> = all
+                .iter()
+                .filter(|r| keys.contains(&r.0))
+                .cloned()
+                .collect();
+            let list = keys
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.check(
+                step,
+                &format!("SELECT id, v, n FROM {t} WHERE id IN ({list}) ORDER BY id, v, n"),
+                render_rows(&in_keys),
+            )
+            .await;
+        }
         let s = random_v(rng).unwrap_or_else(|| "m".to_string());
         let by_v: Vec<Row> = all
             .iter()
