@@ -348,6 +348,7 @@ const REAL_FLUSS_FILES: &[&str] = &[
     "order_limit.slt",
     "partitions.slt",
     "pk_filters.slt",
+    "pk_key_lookup.slt",
     "pk_lake_only.slt",
     "pk_lake_runs.slt",
     "pk_partial_update.slt",

@@ -8,10 +8,13 @@ mod field_ids;
 mod lake_exec;
 mod lake_snapshots;
 mod log_exec;
+mod lookup_exec;
+mod options;
 mod pk_exec;
 mod statistics;
 mod table;
 mod view_types;
 
 pub use catalog::{FlussCatalog, FlussSchema};
+pub use options::FlussOptions;
 pub use table::{FlussTableProvider, ReadMode};

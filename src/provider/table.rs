@@ -23,7 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{DFSchema, Statistics};
@@ -42,6 +42,8 @@ use super::lake_exec::{
     FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan, parquet_scan,
 };
 use super::log_exec::FlussLogScanExec;
+use super::lookup_exec::FlussKeyLookupExec;
+use super::options::FlussOptions;
 use super::pk_exec::{
     BucketParquetScan, FlussPrimaryKeyScanExec, NewerRunScan, PrimaryKeyBucketTask,
     PrimaryKeyMergeInputs,
@@ -396,6 +398,61 @@ impl FlussTableProvider {
         Ok(UnionExec::try_new(inputs)?)
     }
 
+    /// A read of the keys the filters fix from the source's key-value store, when it
+    /// serves lookups, the session allows them (`fluss.key_lookups`) and the filters
+    /// fix the whole primary key with no more keys than `fluss.max_lookup_keys`.
+    fn plan_key_lookup(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &PlacedFilters,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let options = state
+            .config_options()
+            .extensions
+            .get::<FlussOptions>()
+            .cloned()
+            .unwrap_or_default();
+        if self.mode != ReadMode::Union
+            || !self.table.info.has_primary_key()
+            || !options.key_lookups
+            || !self.source.serves_key_lookups(&self.table)
+        {
+            return Ok(None);
+        }
+        let latest = self.table.schemas.latest()?;
+        let primary_keys = self.table.info.get_primary_keys().clone();
+        let key_fields: Vec<Field> = primary_keys
+            .iter()
+            .map(|k| latest.arrow.field_with_name(k).cloned())
+            .collect::<std::result::Result<_, _>>()?;
+        let types: Vec<DataType> = key_fields.iter().map(|f| f.data_type().clone()).collect();
+        let Some(columns) = fixed_keys(filters, &primary_keys, &types, options.max_lookup_keys)
+        else {
+            return Ok(None);
+        };
+        let key_schema = Arc::new(Schema::new(
+            key_fields
+                .into_iter()
+                .map(|f| f.with_nullable(false))
+                .collect::<Vec<_>>(),
+        ));
+        let keys = RecordBatch::try_new(key_schema, columns)?;
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let exec = FlussKeyLookupExec::new(
+            self.source.clone(),
+            self.table.clone(),
+            keys,
+            self.schema.clone(),
+            self.physical_predicate(state, &filters.all()),
+            projection,
+            filters.describe(),
+        )?;
+        Ok(Some(Arc::new(exec)))
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn scan_pk_table(
         &self,
@@ -581,18 +638,37 @@ fn key_lookup(
     key_positions: &[usize],
 ) -> Option<Vec<ArrayRef>> {
     let primary_keys = table.info.get_primary_keys().clone();
-    let values = filters.fixed_values(&primary_keys)?;
-    if values.iter().map(Vec::len).product::<usize>() > MAX_LOOKUP_KEYS {
+    let types: Vec<DataType> = key_positions
+        .iter()
+        .map(|&p| scan_schema.field(p).data_type().clone())
+        .collect();
+    fixed_keys(filters, &primary_keys, &types, MAX_LOOKUP_KEYS)
+}
+
+/// The distinct keys of `columns` the filters fix, as one array per column of
+/// `types`, one row per key; `None` when they do not fix every column, fix more than
+/// `max` keys, or a literal does not fit its column.
+fn fixed_keys(
+    filters: &PlacedFilters,
+    columns: &[String],
+    types: &[DataType],
+    max: usize,
+) -> Option<Vec<ArrayRef>> {
+    let mut values = filters.fixed_values(columns)?;
+    for column in &mut values {
+        let mut seen = HashSet::new();
+        column.retain(|v| seen.insert(v.clone()));
+    }
+    if values.iter().map(Vec::len).product::<usize>() > max {
         return None;
     }
     let keys = combinations(&values);
-    key_positions
+    types
         .iter()
         .enumerate()
-        .map(|(column, &position)| {
+        .map(|(column, wanted)| {
             let scalars = keys.iter().map(|k| k[column].clone());
             let array = ScalarValue::iter_to_array(scalars).ok()?;
-            let wanted = scan_schema.field(position).data_type();
             let cast = cast(&array, wanted).ok()?;
             // a literal the cast changed (or nulled) is not a key of the column
             let back = datafusion::arrow::compute::cast(&cast, array.data_type()).ok()?;
@@ -740,6 +816,9 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let placed = self.placed(filters);
+        if let Some(lookup) = self.plan_key_lookup(state, projection, &placed)? {
+            return Ok(lookup);
+        }
         // LIMIT is pushed only when every filter is exact (docs/DESIGN.md pushdown contract).
         let limit = if placed.all_exact() { limit } else { None };
         let keep_partition = self.partition_pruner(state, &placed)?;

@@ -19,6 +19,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
 use fluss::metadata::{DataLakeFormat, PartitionInfo, TableInfo, TablePath};
 use futures::stream::BoxStream;
 
@@ -29,7 +30,7 @@ pub use local_store::{LocalStore, LocalStoreOptions, WriteKind, WriteResult};
 pub use metadata::TableBucketOffsets;
 pub use writer::FlussWriter;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
 use crate::log::{ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
 
@@ -258,5 +259,25 @@ pub trait FlussSource: Debug + Send + Sync {
     /// source is read-only).
     fn writer(&self) -> Option<&dyn FlussWriter> {
         None
+    }
+
+    /// Whether [`FlussSource::lookup_keys`] answers for `table`: the source keeps
+    /// each key's current row where it can be read by key (a cluster's tablet
+    /// servers) and can encode the table's keys as it does.
+    fn serves_key_lookups(&self, _table: &FlussTable) -> bool {
+        false
+    }
+
+    /// The current rows of a primary-key table with the keys of `keys` (one row per
+    /// key: the primary-key columns, named and typed as in the table's latest Fluss
+    /// schema), in that schema's Arrow layout; keys without a row are left out.
+    /// Current means as the source holds them when asked, not as of a lake snapshot
+    /// and offset cut.
+    async fn lookup_keys(&self, table: &FlussTable, _keys: &RecordBatch) -> Result<RecordBatch> {
+        Err(Error::new(
+            ErrorKind::FeatureUnsupported,
+            format!("{} does not look up keys", self.name()),
+        )
+        .with_context("table", table.path.to_string()))
     }
 }

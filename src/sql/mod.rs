@@ -46,7 +46,7 @@ use fluss::metadata::TablePath;
 use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
-use crate::provider::FlussCatalog;
+use crate::provider::{FlussCatalog, FlussOptions};
 use crate::source::{FlussSource, FlussWriter};
 
 /// The catalog name the session registers the store under.
@@ -190,7 +190,8 @@ impl FlussSession {
         let mut config = SessionConfig::new()
             .with_information_schema(true)
             .with_create_default_catalog_and_schema(false)
-            .with_default_catalog_and_schema(CATALOG, &options.default_database);
+            .with_default_catalog_and_schema(CATALOG, &options.default_database)
+            .with_option_extension(FlussOptions::default());
         if let Some(n) = options.target_partitions {
             if n == 0 {
                 return Err(Error::invalid_input("target partitions must be positive"));

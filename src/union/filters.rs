@@ -135,6 +135,11 @@ impl PlacedFilters {
             .collect()
     }
 
+    /// Every filter.
+    pub fn all(&self) -> Vec<Expr> {
+        self.select(|_| true)
+    }
+
     /// Filters on partition columns only.
     pub fn partition(&self) -> Vec<Expr> {
         self.select(|p| p.partition_pruning)

@@ -59,6 +59,8 @@ pub mod api_key {
     pub const GET_METADATA: i16 = 1012;
     /// `FETCH_LOG`.
     pub const FETCH_LOG: i16 = 1015;
+    /// `LOOKUP`.
+    pub const LOOKUP: i16 = 1017;
     /// `LIST_OFFSETS`.
     pub const LIST_OFFSETS: i16 = 1021;
     /// `GET_LAKE_SNAPSHOT`.
@@ -78,6 +80,9 @@ pub mod api_key {
         (GET_TABLE_SCHEMA, 0, 0),
         (GET_METADATA, 0, 0),
         (FETCH_LOG, 0, 0),
+        // v1 only changes how clients encode keys of kv format version 2 tables with
+        // their own bucket key; the server keys its rows with the same encoder.
+        (LOOKUP, 0, 1),
         (LIST_OFFSETS, 0, 0),
         (GET_LAKE_SNAPSHOT, 0, 0),
         (AUTHENTICATE, 0, 0),

@@ -37,6 +37,7 @@ pub mod errors;
 pub mod faults;
 mod filter;
 pub mod frame;
+pub mod kv;
 pub mod local_store;
 pub mod log;
 pub mod memory;

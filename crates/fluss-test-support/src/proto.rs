@@ -391,3 +391,54 @@ pub struct PbListOffsetsRespForBucket {
     #[prost(int64, optional, tag = "4")]
     pub offset: Option<i64>,
 }
+
+/// `LookupRequest` of FlussApi.proto: primary keys to look up, by bucket.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LookupRequest {
+    #[prost(int64, required, tag = "1")]
+    pub table_id: i64,
+    #[prost(message, repeated, tag = "2")]
+    pub buckets_req: Vec<PbLookupReqForBucket>,
+    #[prost(bool, optional, tag = "3")]
+    pub insert_if_not_exists: Option<bool>,
+}
+
+/// `PbLookupReqForBucket` of FlussApi.proto.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PbLookupReqForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(bytes = "vec", repeated, tag = "3")]
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// `LookupResponse` of FlussApi.proto.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LookupResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub buckets_resp: Vec<PbLookupRespForBucket>,
+}
+
+/// `PbLookupRespForBucket` of FlussApi.proto: one value per key, in request order.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PbLookupRespForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(int32, optional, tag = "3")]
+    pub error_code: Option<i32>,
+    #[prost(string, optional, tag = "4")]
+    pub error_message: Option<String>,
+    #[prost(message, repeated, tag = "5")]
+    pub values: Vec<PbValue>,
+}
+
+/// `PbValue` of FlussApi.proto: a key's value, unset when the key has none.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PbValue {
+    #[prost(bytes = "vec", optional, tag = "1")]
+    pub values: Option<Vec<u8>>,
+}

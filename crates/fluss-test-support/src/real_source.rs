@@ -278,6 +278,14 @@ impl FlussSource for RealClusterSource {
     fn writer(&self) -> Option<&dyn FlussWriter> {
         Some(self)
     }
+
+    fn serves_key_lookups(&self, table: &FlussTable) -> bool {
+        self.cluster.serves_key_lookups(table)
+    }
+
+    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
+        self.cluster.lookup_keys(table, keys).await
+    }
 }
 
 #[async_trait]

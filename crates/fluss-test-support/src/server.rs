@@ -30,6 +30,7 @@ use crate::errors::{self, ApiError};
 use crate::faults::{BucketRef, ConnectionFault, Faults, FetchCounter};
 use crate::filter::BatchFilter;
 use crate::frame::{self, Request, api_key};
+use crate::kv::{BucketKv, bucket_kv};
 use crate::log::Projector;
 use crate::model::{ClusterModel, ServedTable};
 use crate::proto::*;
@@ -108,6 +109,7 @@ impl TestServer {
             received: std::sync::Mutex::new(Vec::new()),
             fetches: FetchCounter::default(),
             record_bytes_sent: Default::default(),
+            kv: Default::default(),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
         Ok(Self {
@@ -203,6 +205,9 @@ struct Shared {
     fetches: FetchCounter,
     /// Bytes of log records sent in FetchLog answers.
     record_bytes_sent: std::sync::atomic::AtomicU64,
+    /// The key-value state of each bucket looked up, with the high watermark of the
+    /// log it was rebuilt from (rebuilt when the log has grown).
+    kv: std::sync::Mutex<HashMap<BucketRef, (i64, Arc<BucketKv>)>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -476,6 +481,7 @@ impl Connection {
             api_key::GET_LAKE_SNAPSHOT => Ok(ok(&self.lake_snapshot(decode(request)?)?)),
             api_key::LIST_OFFSETS => Ok(ok(&self.list_offsets(decode(request)?))),
             api_key::FETCH_LOG => Ok(ok(&self.fetch_log(decode(request)?))),
+            api_key::LOOKUP => Ok(ok(&self.lookup(decode(request)?))),
             _ => Err(ApiError::new(
                 errors::UNSUPPORTED_VERSION,
                 format!("The server does not support API key {key}."),
@@ -773,6 +779,76 @@ impl Connection {
     /// Mirrors `ReplicaManager.readFromLog`: buckets in request order, each limited to
     /// `min(remaining request bytes, bucket max bytes)`, the first non-empty read allowed to
     /// exceed the limit by one whole batch.
+    /// Answers each key with the bucket's current value of it, as a tablet server
+    /// reads its KV store (`KvTablet.multiGet`); a bucket it cannot answer gets an
+    /// error of its own.
+    fn lookup(&self, r: LookupRequest) -> LookupResponse {
+        let table = self.model().table_by_id(r.table_id);
+        let buckets_resp = r
+            .buckets_req
+            .into_iter()
+            .map(|b| {
+                let answer = |error: Option<ApiError>, values| PbLookupRespForBucket {
+                    partition_id: b.partition_id,
+                    bucket_id: b.bucket_id,
+                    error_code: error.as_ref().map(|e| e.code),
+                    error_message: error.map(|e| e.message),
+                    values,
+                };
+                let Some((database, name, table)) = &table else {
+                    let error = unknown_bucket(r.table_id, b.partition_id, b.bucket_id);
+                    return answer(Some(error), Vec::new());
+                };
+                match self.bucket_kv(database, name, table, b.partition_id, b.bucket_id) {
+                    Ok(kv) => {
+                        let values = b
+                            .keys
+                            .iter()
+                            .map(|k| PbValue {
+                                values: kv.get(k.as_slice()).map(|v| v.to_vec()),
+                            })
+                            .collect();
+                        answer(None, values)
+                    }
+                    Err(e) => answer(Some(e), Vec::new()),
+                }
+            })
+            .collect();
+        LookupResponse { buckets_resp }
+    }
+
+    /// The key-value state of one bucket, rebuilt from its log when that has grown.
+    fn bucket_kv(
+        &self,
+        database: &str,
+        name: &str,
+        table: &ServedTable,
+        partition_id: Option<i64>,
+        bucket: i32,
+    ) -> Result<Arc<BucketKv>, ApiError> {
+        let log = self
+            .model()
+            .log(table.table_id, partition_id, bucket)
+            .ok_or_else(|| unknown_bucket(table.table_id, partition_id, bucket))?;
+        let at = BucketRef::new(table.table_id, partition_id, bucket);
+        let cached = |kv: &HashMap<BucketRef, (i64, Arc<BucketKv>)>| {
+            kv.get(&at)
+                .filter(|(hw, _)| *hw == log.high_watermark())
+                .map(|(_, kv)| kv.clone())
+        };
+        if let Some(kv) = self.shared.kv.lock().ok().and_then(|kv| cached(&kv)) {
+            return Ok(kv);
+        }
+        let kv = Arc::new(
+            bucket_kv(database, name, table, &log)
+                .map_err(|e| ApiError::new(errors::UNKNOWN_SERVER_ERROR, e))?,
+        );
+        if let Ok(mut all) = self.shared.kv.lock() {
+            all.insert(at, (log.high_watermark(), kv.clone()));
+        }
+        Ok(kv)
+    }
+
     fn fetch_log(&self, r: FetchLogRequest) -> FetchLogResponse {
         let mut remaining = usize::try_from(r.max_bytes).unwrap_or(0);
         let mut min_one_batch = true;

@@ -156,11 +156,20 @@ async fn explain_and_copy_work_on_a_cluster() {
     let remote = FlussSession::new(Arc::new(source)).await.unwrap();
     let plan = render(
         &remote
-            .execute("EXPLAIN SELECT * FROM db.kv WHERE id = 1")
+            .execute("EXPLAIN SELECT * FROM db.kv WHERE id >= 1")
             .await
             .unwrap(),
     );
     assert!(plan.contains("lake_snapshot"), "{plan}");
+    assert!(!plan.contains("pw-77"), "{plan}");
+    // the whole key fixed: the tablet server looks it up
+    let plan = render(
+        &remote
+            .execute("EXPLAIN SELECT * FROM db.kv WHERE id = 1")
+            .await
+            .unwrap(),
+    );
+    assert!(plan.contains("FlussKeyLookupExec"), "{plan}");
     assert!(!plan.contains("pw-77"), "{plan}");
     let out = dir.path().join("kv.parquet");
     remote

@@ -19,6 +19,7 @@
 //! ```
 
 mod fetch;
+mod lookup;
 mod predicate;
 mod remote_log;
 pub mod wire;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::config::Config;
 use fluss::metadata::{PartitionInfo, TableBucket, TablePath};
@@ -97,6 +99,8 @@ pub struct ClusterSource {
     request_timeout: Duration,
     /// The lake options, shared by every bucket read (remote log segments).
     storage_options: Arc<HashMap<String, String>>,
+    /// Key lookupers kept between statements.
+    lookupers: Arc<lookup::LookuperPool>,
 }
 
 /// Open fetch connections by (tablet server address, stripe).
@@ -224,6 +228,7 @@ impl ClusterSource {
             admin,
             tablets: Default::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            lookupers: Default::default(),
         })
     }
 
@@ -615,6 +620,46 @@ impl FlussSource for ClusterSource {
         };
         let reader = BucketFetchReader::new(connection, fetch, cursor);
         Ok(super::bucket_stream(reader, table, bucket.bucket))
+    }
+
+    fn serves_key_lookups(&self, table: &FlussTable) -> bool {
+        lookup::keys_encodable(&table.info)
+    }
+
+    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
+        let context = |e: Error| e.with_context("table", table.path.to_string());
+        let latest = table.schemas.latest().map_err(context)?;
+        let key_type = table
+            .info
+            .row_type()
+            .project_with_field_names(table.info.get_primary_keys())
+            .map_err(|e| context(Error::internal("cannot type the primary key").with_source(e)))?;
+        let call = lookup::LookupCall {
+            connection: self.connection.clone(),
+            pool: self.lookupers.clone(),
+            path: table.path.clone(),
+            table: (table.table_id(), latest.id),
+            key_type: Arc::new(key_type),
+            keys: Arc::new(keys.clone()),
+        };
+        let batches = self
+            .read_on_client(|| lookup::lookup(call.clone()))
+            .await?
+            .map_err(|e| {
+                context(client_error(
+                    "cannot look up keys",
+                    &self.options.bootstrap_servers,
+                )(e))
+            })?;
+        lookup::as_table_batch(&latest.arrow, &batches).map_err(|e| {
+            context(
+                Error::new(
+                    ErrorKind::DataInvalid,
+                    "a looked-up row does not fit the table's schema",
+                )
+                .with_source(e),
+            )
+        })
     }
 
     async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {
