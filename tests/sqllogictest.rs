@@ -349,6 +349,7 @@ const REAL_FLUSS_FILES: &[&str] = &[
     "partitions.slt",
     "pk_filters.slt",
     "pk_key_lookup.slt",
+    "pk_lookup_join.slt",
     "pk_lake_only.slt",
     "pk_lake_runs.slt",
     "pk_partial_update.slt",

@@ -6,7 +6,7 @@
 //! reads: EXPLAIN says so (`reads=current state`).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
@@ -29,47 +29,101 @@ use super::view_types::to_view_types;
 use crate::error::{Error, Result};
 use crate::source::{FlussSource, FlussTable};
 
-/// Reads the rows of a set of primary keys from the source by key.
-#[derive(Debug)]
-pub struct FlussKeyLookupExec {
+/// The keys a [`FlussKeyLookupExec`] reads.
+#[derive(Debug, Clone)]
+pub enum LookupKeys {
+    /// Keys the statement's filters fix: one row per key, the primary-key columns in
+    /// the table's Fluss Arrow types.
+    Fixed(RecordBatch),
+    /// Keys of a join's build side, known when it has been read
+    /// ([`super::lookup_join::FlussLookupJoinExec`] puts them in the slot).
+    FromJoin {
+        /// Where the join puts the keys before the lookup runs.
+        slot: Arc<KeySlot>,
+        /// The planner's estimate of their number (the build side's rows).
+        estimated: usize,
+    },
+}
+
+/// The keys of a join's build side, handed from the join to its lookup.
+#[derive(Debug, Default)]
+pub struct KeySlot(Mutex<Option<RecordBatch>>);
+
+impl KeySlot {
+    /// Hands over the keys (one row per key, as [`LookupKeys::Fixed`] holds them).
+    pub fn put(&self, keys: RecordBatch) {
+        match self.0.lock() {
+            Ok(mut slot) => *slot = Some(keys),
+            Err(poisoned) => *poisoned.into_inner() = Some(keys),
+        }
+    }
+
+    fn get(&self) -> Option<RecordBatch> {
+        match self.0.lock() {
+            Ok(slot) => slot.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// What a lookup of a table reads, less its keys: the provider makes one for a scan
+/// whose keys may come from a join ([`super::lookup_join::LookupJoinRule`]).
+#[derive(Debug, Clone)]
+pub struct KeyLookupPlan {
     source: Arc<dyn FlussSource>,
     table: FlussTable,
-    /// One row per key: the primary-key columns in the table's Fluss Arrow types.
-    keys: RecordBatch,
     /// The table's whole row as the provider shows it (views for strings).
     table_schema: SchemaRef,
     /// The scan's filters over `table_schema`, applied to the looked-up rows.
     predicate: Option<Arc<dyn PhysicalExpr>>,
     projection: Vec<usize>,
-    schema: SchemaRef,
     filters: Vec<String>,
-    properties: Arc<PlanProperties>,
-    metrics: ExecutionPlanMetricsSet,
 }
 
-impl FlussKeyLookupExec {
-    /// A lookup of `keys` in `table`, producing `table_schema` projected to
-    /// `projection` after `predicate` (the scan's filters) holds.
+impl KeyLookupPlan {
+    /// A lookup in `table` producing `table_schema` projected to `projection` after
+    /// `predicate` (the scan's filters) holds.
     pub fn new(
         source: Arc<dyn FlussSource>,
         table: FlussTable,
-        keys: RecordBatch,
         table_schema: SchemaRef,
         predicate: Option<Arc<dyn PhysicalExpr>>,
         projection: Vec<usize>,
         filters: Vec<String>,
-    ) -> Result<Self> {
-        let schema = Arc::new(table_schema.project(&projection)?);
-        let properties = super::describe::leaf_properties(&schema, 1);
-        Ok(Self {
+    ) -> Self {
+        Self {
             source,
             table,
-            keys,
             table_schema,
             predicate,
             projection,
-            schema,
             filters,
+        }
+    }
+
+    /// The table looked up in.
+    pub fn table(&self) -> &FlussTable {
+        &self.table
+    }
+
+    /// The table column of each output column.
+    pub fn projection(&self) -> &[usize] {
+        &self.projection
+    }
+
+    /// The table's columns as the provider shows them.
+    pub fn table_schema(&self) -> &SchemaRef {
+        &self.table_schema
+    }
+
+    /// The lookup of `keys`.
+    pub fn exec(&self, keys: LookupKeys) -> Result<FlussKeyLookupExec> {
+        let schema = Arc::new(self.table_schema.project(&self.projection)?);
+        let properties = super::describe::leaf_properties(&schema, 1);
+        Ok(FlussKeyLookupExec {
+            plan: self.clone(),
+            keys,
+            schema,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -93,18 +147,42 @@ impl FlussKeyLookupExec {
     }
 }
 
+/// Reads the rows of a set of primary keys from the source by key.
+#[derive(Debug)]
+pub struct FlussKeyLookupExec {
+    plan: KeyLookupPlan,
+    keys: LookupKeys,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl FlussKeyLookupExec {
+    fn estimated_keys(&self) -> usize {
+        match &self.keys {
+            LookupKeys::Fixed(keys) => keys.num_rows(),
+            LookupKeys::FromJoin { estimated, .. } => *estimated,
+        }
+    }
+}
+
 impl DisplayAs for FlussKeyLookupExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let keys = match &self.keys {
+            LookupKeys::Fixed(keys) => keys.num_rows().to_string(),
+            LookupKeys::FromJoin { estimated, .. } => {
+                format!("from the join's build side (estimated {estimated})")
+            }
+        };
         write!(
             f,
-            "FlussKeyLookupExec: table={}, keys={}, reads=current state (key lookups, not \
+            "FlussKeyLookupExec: table={}, keys={keys}, reads=current state (key lookups, not \
              the snapshot cut), projection=[{}]",
-            self.table.path,
-            self.keys.num_rows(),
+            self.plan.table.path,
             describe_projection(&self.schema),
         )?;
-        if !self.filters.is_empty() {
-            write!(f, ", filters=[{}]", self.filters.join(", "))?;
+        if !self.plan.filters.is_empty() {
+            write!(f, ", filters=[{}]", self.plan.filters.join(", "))?;
         }
         Ok(())
     }
@@ -128,23 +206,19 @@ impl ExecutionPlan for FlussKeyLookupExec {
         }
         let baseline = BaselineMetrics::new(&self.metrics, partition);
         let keys_looked_up = MetricBuilder::new(&self.metrics).counter("keys_looked_up", 0);
-        let this = Self {
-            source: self.source.clone(),
-            table: self.table.clone(),
-            keys: self.keys.clone(),
-            table_schema: self.table_schema.clone(),
-            predicate: self.predicate.clone(),
-            projection: self.projection.clone(),
-            schema: self.schema.clone(),
-            filters: Vec::new(),
-            properties: self.properties.clone(),
-            metrics: ExecutionPlanMetricsSet::new(),
-        };
+        let plan = self.plan.clone();
+        let keys = self.keys.clone();
         let stream = futures::stream::once(async move {
-            keys_looked_up.add(this.keys.num_rows());
-            let found = this.source.lookup_keys(&this.table, &this.keys).await?;
+            let keys = match keys {
+                LookupKeys::Fixed(keys) => keys,
+                LookupKeys::FromJoin { slot, .. } => slot.get().ok_or_else(|| {
+                    Error::internal("a join lookup ran before its join had read its keys")
+                })?,
+            };
+            keys_looked_up.add(keys.num_rows());
+            let found = plan.source.lookup_keys(&plan.table, &keys).await?;
             let _timer = baseline.elapsed_compute().timer();
-            let rows = this.finish(found)?;
+            let rows = plan.finish(found)?;
             baseline.record_output(rows.num_rows());
             Ok::<_, Error>(rows)
         });
@@ -161,7 +235,7 @@ impl ExecutionPlan for FlussKeyLookupExec {
         let mut stats = Statistics::new_unknown(&self.schema);
         stats.num_rows = match partition {
             Some(p) if p > 0 => Precision::Exact(0),
-            _ => Precision::Inexact(self.keys.num_rows()),
+            _ => Precision::Inexact(self.estimated_keys()),
         };
         Ok(Arc::new(stats))
     }

@@ -9,6 +9,7 @@ mod lake_exec;
 mod lake_snapshots;
 mod log_exec;
 mod lookup_exec;
+mod lookup_join;
 mod options;
 mod pk_exec;
 mod statistics;
@@ -16,5 +17,6 @@ mod table;
 mod view_types;
 
 pub use catalog::{FlussCatalog, FlussSchema};
+pub use lookup_join::{FlussLookupJoinExec, LookupJoinRule};
 pub use options::FlussOptions;
 pub use table::{FlussTableProvider, ReadMode};

@@ -40,6 +40,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 use super::lake_exec::merged_stream;
+use super::lookup_exec::KeyLookupPlan;
 use super::statistics::ColumnEstimates;
 use crate::error::{Error, Result};
 use crate::lake::{LakeTable, MergeTask};
@@ -187,9 +188,23 @@ pub struct FlussPrimaryKeyScanExec {
     filters: Vec<String>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
+    /// A lookup of this scan's rows by key, for a join that knows the keys it needs
+    /// ([`super::lookup_join::LookupJoinRule`]).
+    join_lookup: Option<KeyLookupPlan>,
 }
 
 impl FlussPrimaryKeyScanExec {
+    /// The same scan, which a join may replace by a lookup of its keys (`lookup`).
+    pub fn with_join_lookup(mut self, lookup: KeyLookupPlan) -> Self {
+        self.join_lookup = Some(lookup);
+        self
+    }
+
+    /// What a lookup of this scan's keys would read, where the source serves them.
+    pub fn join_lookup(&self) -> Option<&KeyLookupPlan> {
+        self.join_lookup.as_ref()
+    }
+
     /// A scan merging `tasks` (spread over at most `target_partitions` output
     /// partitions); `filters` are shown by EXPLAIN.
     pub fn new(
@@ -214,6 +229,7 @@ impl FlussPrimaryKeyScanExec {
             filters,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
+            join_lookup: None,
         })
     }
 }
@@ -406,6 +422,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             filters: self.filters.clone(),
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
+            join_lookup: self.join_lookup.clone(),
         };
         Ok(kept.with_updated_node(Arc::new(updated)))
     }

@@ -42,7 +42,7 @@ use super::lake_exec::{
     FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan, parquet_scan,
 };
 use super::log_exec::FlussLogScanExec;
-use super::lookup_exec::FlussKeyLookupExec;
+use super::lookup_exec::{KeyLookupPlan, LookupKeys};
 use super::options::FlussOptions;
 use super::pk_exec::{
     BucketParquetScan, FlussPrimaryKeyScanExec, NewerRunScan, PrimaryKeyBucketTask,
@@ -407,19 +407,10 @@ impl FlussTableProvider {
         projection: Option<&Vec<usize>>,
         filters: &PlacedFilters,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let options = state
-            .config_options()
-            .extensions
-            .get::<FlussOptions>()
-            .cloned()
-            .unwrap_or_default();
-        if self.mode != ReadMode::Union
-            || !self.table.info.has_primary_key()
-            || !options.key_lookups
-            || !self.source.serves_key_lookups(&self.table)
-        {
+        let Some(lookup) = self.lookup_plan(state, projection, filters) else {
             return Ok(None);
-        }
+        };
+        let options = fluss_options(state);
         let latest = self.table.schemas.latest()?;
         let primary_keys = self.table.info.get_primary_keys().clone();
         let key_fields: Vec<Field> = primary_keys
@@ -438,19 +429,35 @@ impl FlussTableProvider {
                 .collect::<Vec<_>>(),
         ));
         let keys = RecordBatch::try_new(key_schema, columns)?;
+        Ok(Some(Arc::new(lookup.exec(LookupKeys::Fixed(keys))?)))
+    }
+
+    /// What a lookup of this table's keys would read, when the source serves lookups
+    /// of its keys and the session allows them (`fluss.key_lookups`).
+    fn lookup_plan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &PlacedFilters,
+    ) -> Option<KeyLookupPlan> {
+        if self.mode != ReadMode::Union
+            || !self.table.info.has_primary_key()
+            || !fluss_options(state).key_lookups
+            || !self.source.serves_key_lookups(&self.table)
+        {
+            return None;
+        }
         let projection = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let exec = FlussKeyLookupExec::new(
+        Some(KeyLookupPlan::new(
             self.source.clone(),
             self.table.clone(),
-            keys,
             self.schema.clone(),
             self.physical_predicate(state, &filters.all()),
             projection,
             filters.describe(),
-        )?;
-        Ok(Some(Arc::new(exec)))
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -613,15 +620,28 @@ impl FlussTableProvider {
             tail_cache: self.tail_cache.clone(),
             key_lookup,
         };
-        let exec = FlussPrimaryKeyScanExec::new(
+        let mut exec = FlussPrimaryKeyScanExec::new(
             inputs,
             tasks,
             state.config().target_partitions(),
             limit,
             filters.describe(),
         )?;
+        if let Some(lookup) = self.lookup_plan(state, Some(&projected), filters) {
+            exec = exec.with_join_lookup(lookup);
+        }
         Ok(Arc::new(exec))
     }
+}
+
+/// The session's Fluss options (the defaults where it has none).
+fn fluss_options(state: &dyn Session) -> FlussOptions {
+    state
+        .config_options()
+        .extensions
+        .get::<FlussOptions>()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Most keys a scan looks up in the tail's key index instead of projecting its live

@@ -39,6 +39,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::TablePath;
@@ -46,7 +47,7 @@ use fluss::metadata::TablePath;
 use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
-use crate::provider::{FlussCatalog, FlussOptions};
+use crate::provider::{FlussCatalog, FlussOptions, LookupJoinRule};
 use crate::source::{FlussSource, FlussWriter};
 
 /// The catalog name the session registers the store under.
@@ -204,7 +205,13 @@ impl FlussSession {
         }
         let runtime = runtime.build_arc().map_err(from_datafusion)?;
         // `SELECT * FROM 'file.parquet'` reads files directly (backfill checks).
-        let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(runtime)
+            .with_default_features()
+            .with_physical_optimizer_rule(Arc::new(LookupJoinRule))
+            .build();
+        let ctx = SessionContext::new_with_state(state).enable_url_table();
         let catalog = FlussCatalog::new(source.clone());
         ctx.register_catalog(CATALOG, Arc::new(catalog.clone()));
         Ok(Self {

@@ -142,3 +142,204 @@ pub async fn planning_bench(
         cluster: Timing::from_samples(remote, 0),
     })
 }
+
+/// A point lookup on a cluster: one SQL statement through [`FlussSession`] against
+/// fluss-rs's own `Lookuper` round trip, the same keys on the same served table.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyLookupResult {
+    /// Rows of the table looked up in.
+    pub rows: usize,
+    /// The statement timed (`{key}` is each run's key).
+    pub query: String,
+    /// `Lookuper::lookup` of one key (created once, warm; the cluster source's
+    /// lookup batch window of 2 ms), per key.
+    pub lookuper: Timing,
+    /// The statement, planned and executed in a warm session, per key.
+    pub sql: Timing,
+    /// The enrichment join timed (recent log rows joined with the table on its key).
+    pub enrichment_query: String,
+    /// The join with lookups (`fluss.key_lookups` on: the build side's keys looked up).
+    pub enrichment_lookup: Timing,
+    /// The same join scanning the table (`fluss.key_lookups` off).
+    pub enrichment_scan: Timing,
+}
+
+/// Log rows of the enrichment join (each a random key of the table).
+pub const ENRICHMENT_EVENTS: usize = 1_000;
+
+/// Rows of the key-lookup benchmark's table (SF 1 `customer` has 150,000).
+pub const KEY_LOOKUP_ROWS: usize = 150_000;
+
+/// Times point lookups of `runs` keys of a `rows`-row table on a tiered primary-key table with a tail,
+/// served by the test server: through fluss-rs's `Lookuper` and through SQL, key by
+/// key in turn (after `warmup` of each).
+pub async fn key_lookup_bench(
+    root: &std::path::Path,
+    rows: usize,
+    runs: usize,
+    warmup: usize,
+) -> BenchResult<KeyLookupResult> {
+    use fluss::client::FlussConnection;
+    use fluss::config::Config;
+    use fluss::metadata::TablePath;
+    use fluss::row::GenericRow;
+
+    let store = Arc::new(
+        LocalStore::open(&root.to_string_lossy())
+            .await
+            .context(|| format!("opening {}", root.display()))?,
+    );
+    let session = FlussSession::new(store.clone())
+        .await
+        .context(|| "session".into())?;
+    let mut statements = vec![
+        "CREATE DATABASE look".to_string(),
+        "CREATE TABLE look.customer (c_custkey BIGINT, c_name STRING, c_acctbal DOUBLE, \
+         c_comment STRING, PRIMARY KEY (c_custkey) NOT ENFORCED) \
+         WITH ('bucket.num' = '8', 'table.datalake.enabled' = 'true')"
+            .to_string(),
+    ];
+    for chunk in (0..rows).collect::<Vec<_>>().chunks(10_000) {
+        let values: Vec<String> = chunk
+            .iter()
+            .map(|i| format!("({i}, 'Customer#{i:09}', {}.5, 'comment of {i}')", i % 9999))
+            .collect();
+        statements.push(format!(
+            "INSERT INTO look.customer VALUES {}",
+            values.join(", ")
+        ));
+    }
+    statements.push("CALL fluss.tier('look.customer')".to_string());
+    let updates: Vec<String> = (0..rows / 10)
+        .map(|i| format!("({}, 'Updated#{i}', 1.0, 'updated')", i * 10))
+        .collect();
+    statements.push(format!(
+        "INSERT INTO look.customer VALUES {}",
+        updates.join(", ")
+    ));
+    for sql in statements {
+        session
+            .execute(&sql)
+            .await
+            .context(|| sql.chars().take(80).collect())?;
+    }
+    // the enrichment join's recent events: a log table not tiered
+    let events: Vec<String> = (0..ENRICHMENT_EVENTS)
+        .map(|i| format!("({i}, {}, {})", (i * 104_729) % rows, i % 100))
+        .collect();
+    for sql in [
+        "CREATE TABLE look.events (event BIGINT, customer BIGINT, amount INT) \
+         WITH ('bucket.num' = '1')"
+            .to_string(),
+        format!("INSERT INTO look.events VALUES {}", events.join(", ")),
+    ] {
+        session
+            .execute(&sql)
+            .await
+            .context(|| sql.chars().take(80).collect())?;
+    }
+    let (_server, cluster) = connect(&store).await?;
+    let remote = FlussSession::with_options(
+        Arc::new(cluster),
+        fluss_datafusion::sql::SessionOptions {
+            default_database: "look".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .context(|| "cluster session".into())?;
+    // the lookup batch window the cluster source uses (2 ms; fluss-rs's default of
+    // 100 ms would make each single lookup wait for the rest of its window)
+    let connection = FlussConnection::new(Config {
+        bootstrap_servers: _server.bootstrap_servers(),
+        lookup_batch_timeout_ms: 2,
+        ..Default::default()
+    })
+    .await
+    .context(|| "fluss-rs connection".into())?;
+    let table = connection
+        .get_table(&TablePath::new("look", "customer"))
+        .await
+        .context(|| "fluss-rs table".into())?;
+    let mut lookuper = table
+        .new_lookup()
+        .and_then(|l| l.create_lookuper())
+        .context(|| "fluss-rs lookuper".into())?;
+    let query = "SELECT * FROM look.customer WHERE c_custkey = {key}".to_string();
+    // keys spread over the table, a tenth of them updated in the tail
+    let key = |i: usize| ((i * 7919) % rows) as i64;
+    let (mut direct, mut sql) = (Vec::new(), Vec::new());
+    for i in 0..warmup.max(1) + runs.max(5) {
+        let k = key(i);
+        let started = Instant::now();
+        let found = lookuper
+            .lookup(&GenericRow::from_data(vec![k]))
+            .await
+            .context(|| format!("Lookuper::lookup({k})"))?
+            .to_record_batch()
+            .context(|| "lookup result".into())?
+            .num_rows();
+        let lookuper_ms = started.elapsed().as_secs_f64() * 1e3;
+        let statement = query.replace("{key}", &k.to_string());
+        let started = Instant::now();
+        let batches = remote
+            .execute(&statement)
+            .await
+            .context(|| statement.clone())?;
+        let sql_ms = started.elapsed().as_secs_f64() * 1e3;
+        let answered: usize = batches.iter().map(|b| b.num_rows()).sum();
+        if answered != found || answered != 1 {
+            return Err(format!("{statement}: {answered} rows, the Lookuper found {found}").into());
+        }
+        if i >= warmup.max(1) {
+            direct.push(lookuper_ms);
+            sql.push(sql_ms);
+        }
+    }
+    // the enrichment join, with lookups and scanning, in turn
+    let enrichment_query = "SELECT count(*), sum(c.c_acctbal) FROM look.events e \
+         JOIN look.customer c ON e.customer = c.c_custkey"
+        .to_string();
+    let (mut looked, mut scanned) = (Vec::new(), Vec::new());
+    for i in 0..warmup.max(1) + (runs / 5).max(5) {
+        let mut answers = Vec::new();
+        for (lookups, samples) in [(true, &mut looked), (false, &mut scanned)] {
+            let set = format!("SET fluss.key_lookups = {lookups}");
+            remote.execute(&set).await.context(|| set.clone())?;
+            let started = Instant::now();
+            let batches = remote
+                .execute(&enrichment_query)
+                .await
+                .context(|| enrichment_query.clone())?;
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            answers.push(
+                datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+                    .context(|| "rendering".into())?
+                    .to_string(),
+            );
+            if i >= warmup.max(1) {
+                samples.push(ms);
+            }
+        }
+        if answers[0] != answers[1] {
+            return Err(format!(
+                "{enrichment_query}: lookups answered {} but the scan {}",
+                answers[0], answers[1]
+            )
+            .into());
+        }
+    }
+    remote
+        .execute("SET fluss.key_lookups = true")
+        .await
+        .context(|| "SET".into())?;
+    Ok(KeyLookupResult {
+        enrichment_query,
+        enrichment_lookup: Timing::from_samples(looked, 1),
+        enrichment_scan: Timing::from_samples(scanned, 1),
+        rows,
+        query,
+        lookuper: Timing::from_samples(direct, 1),
+        sql: Timing::from_samples(sql, 1),
+    })
+}

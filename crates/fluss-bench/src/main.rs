@@ -345,6 +345,8 @@ pub struct Suite {
     pub problems: Vec<String>,
     /// Planning time of a 64-bucket table through both sources.
     pub planning: Option<cluster::PlanningResult>,
+    /// Point lookups on a cluster: SQL against fluss-rs's `Lookuper`.
+    pub key_lookup: Option<cluster::KeyLookupResult>,
     /// Targets (filled by the report).
     pub targets: Vec<report::Target>,
 }
@@ -955,6 +957,7 @@ async fn run(args: &Args) -> BenchResult<Suite> {
         peers: Vec::new(),
         problems: Vec::new(),
         planning: None,
+        key_lookup: None,
         targets: Vec::new(),
     };
     for (i, sf) in args.sf.iter().enumerate() {
@@ -1049,6 +1052,33 @@ async fn run(args: &Args) -> BenchResult<Suite> {
     }
     if !args.keep_data {
         let _ = std::fs::remove_dir_all(&planning_root);
+    }
+
+    // point lookups on a cluster: SQL vs fluss-rs's Lookuper
+    let lookup_root = data_root.join("key_lookup");
+    if lookup_root.exists() {
+        std::fs::remove_dir_all(&lookup_root)
+            .context(|| format!("removing {}", lookup_root.display()))?;
+    }
+    let lookup_rows = if args.smoke {
+        2_000
+    } else {
+        cluster::KEY_LOOKUP_ROWS
+    };
+    eprintln!("key lookup benchmark ({lookup_rows} rows)");
+    match cluster::key_lookup_bench(
+        &lookup_root,
+        lookup_rows,
+        args.runs.max(50),
+        args.warmup.max(5),
+    )
+    .await
+    {
+        Ok(l) => suite.key_lookup = Some(l),
+        Err(e) => suite.problems.push(format!("key lookup benchmark: {e}")),
+    }
+    if !args.keep_data {
+        let _ = std::fs::remove_dir_all(&lookup_root);
     }
     if !args.keep_data {
         // only what this run created; the data directory itself only when empty

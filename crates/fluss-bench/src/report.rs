@@ -628,6 +628,47 @@ pub fn evaluate(suite: &Suite) -> Vec<Target> {
         }
     }
 
+    // point lookups on a cluster
+    let lookup = suite.key_lookup.as_ref();
+    let lookup_ratio = lookup.map(|l| l.sql.median_ms / l.lookuper.median_ms);
+    targets.push(Target {
+        name: "cluster_point_lookup_vs_lookuper".into(),
+        lake: None,
+        description: "`WHERE pk = k` through SQL on a cluster / fluss-rs Lookuper::lookup of k (median per key)".into(),
+        threshold: "<= 1.5".into(),
+        value: lookup_ratio,
+        pass: lookup_ratio.map(|r| r <= 1.5),
+        detail: lookup
+            .map(|l| {
+                format!(
+                    "{} rows, test server on loopback: SQL {:.2} ms (planning included), Lookuper {:.2} ms",
+                    l.rows, l.sql.median_ms, l.lookuper.median_ms
+                )
+            })
+            .unwrap_or_else(|| "not measured".into()),
+    });
+
+    let enrichment = lookup.map(|l| l.enrichment_scan.median_ms / l.enrichment_lookup.median_ms);
+    targets.push(Target {
+        name: "cluster_enrichment_join_lookup_vs_scan".into(),
+        lake: None,
+        description: format!(
+            "{} log rows joined with a PK table on its key on a cluster: time scanning the table / time looking the keys up",
+            crate::cluster::ENRICHMENT_EVENTS
+        ),
+        threshold: ">= 10".into(),
+        value: enrichment,
+        pass: enrichment.map(|r| r >= 10.0),
+        detail: lookup
+            .map(|l| {
+                format!(
+                    "{} rows, test server on loopback: lookup join {:.1} ms, scan {:.1} ms (same answers)",
+                    l.rows, l.enrichment_lookup.median_ms, l.enrichment_scan.median_ms
+                )
+            })
+            .unwrap_or_else(|| "not measured".into()),
+    });
+
     // log decode
     let zstd = suite.decode.iter().find(|d| d.codec == "ZSTD");
     let lz4 = suite.decode.iter().find(|d| d.codec == "LZ4_FRAME");

@@ -129,6 +129,15 @@ const DEFAULT_MAX_FETCH_BYTES: i32 = 1 << 20;
 /// Connections kept to each tablet server for log fetches.
 const CONNECTIONS_PER_SERVER: i32 = 4;
 
+/// How long fluss-rs's lookup sender waits for a batch of keys to fill. Its default
+/// (100 ms, Java's `client.lookup.batch-timeout`) suits many callers trickling single
+/// keys; the sender drains its queue in back-to-back windows of this length
+/// (`client/lookup/lookup_queue.rs`, `drain`), so one key waits for the rest of the
+/// current window. A statement enqueues all its keys at once, from concurrent
+/// lookupers, so a short window batches them as well, without the wait. (An idle
+/// sender wakes once per window.)
+const LOOKUP_BATCH_TIMEOUT_MS: u64 = 2;
+
 /// The default request timeout (Fluss's `client.request-timeout`).
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -189,6 +198,7 @@ impl ClusterSource {
         let handle = runtime.handle().clone();
         let mut config = Config {
             bootstrap_servers: options.bootstrap_servers.clone(),
+            lookup_batch_timeout_ms: LOOKUP_BATCH_TIMEOUT_MS,
             ..Default::default()
         };
         if let (Some(user), Some(password)) = (&options.sasl_username, &options.sasl_password) {
