@@ -153,6 +153,7 @@ fn lookup_join(
         slot: slot.clone(),
         estimated,
     })?);
+    let join_right = join.right().clone();
     let right = replace_scan(join.right(), leaf)?;
     let join = replace_children_if_necessary(node.clone(), vec![join.left().clone(), right])?;
     Ok(Some(FlussLookupJoinExec {
@@ -160,6 +161,8 @@ fn lookup_join(
         key_exprs,
         key_schema,
         slot,
+        scan: join_right,
+        max_keys,
         prepared: Default::default(),
     }))
 }
@@ -236,6 +239,10 @@ pub struct FlussLookupJoinExec {
     /// The keys' schema (the key columns in the table's Fluss Arrow types).
     key_schema: SchemaRef,
     slot: Arc<KeySlot>,
+    /// The probe side as planned (the scan), for a build side with more keys than
+    /// `max_keys` after all: estimates can be wrong.
+    scan: Arc<dyn ExecutionPlan>,
+    max_keys: usize,
     /// The join over the build side's rows, once they are read (all output
     /// partitions share one).
     prepared: Arc<tokio::sync::OnceCell<Arc<dyn ExecutionPlan>>>,
@@ -252,8 +259,14 @@ impl FlussLookupJoinExec {
         let left = (*left).clone();
         let right = (*right).clone();
         let batches = collect(left.clone(), context).await?;
-        self.slot.put(self.keys_of(&batches)?);
+        let keys = self.keys_of(&batches)?;
         let rows = MemorySourceConfig::try_new_exec(&[batches], left.schema(), None)?;
+        // more keys than estimated: scan, where the scan keeps the join's partitioning
+        let partitions = |p: &Arc<dyn ExecutionPlan>| p.properties().partitioning.partition_count();
+        if keys.num_rows() > self.max_keys && partitions(&self.scan) == partitions(&right) {
+            return replace_children_if_necessary(self.join.clone(), vec![rows, self.scan.clone()]);
+        }
+        self.slot.put(keys);
         replace_children_if_necessary(self.join.clone(), vec![rows, right])
     }
 
@@ -362,6 +375,8 @@ impl ExecutionPlan for FlussLookupJoinExec {
             key_exprs: self.key_exprs.clone(),
             key_schema: self.key_schema.clone(),
             slot: self.slot.clone(),
+            scan: self.scan.clone(),
+            max_keys: self.max_keys,
             prepared: Default::default(),
         }))
     }
@@ -376,6 +391,8 @@ impl ExecutionPlan for FlussLookupJoinExec {
             key_exprs: self.key_exprs.clone(),
             key_schema: self.key_schema.clone(),
             slot: self.slot.clone(),
+            scan: self.scan.clone(),
+            max_keys: self.max_keys,
             prepared: self.prepared.clone(),
         };
         let schema = self.join.schema();

@@ -60,6 +60,19 @@ impl ServedStore {
     }
 }
 
+/// A LocalStore at `root` and a session writing into it.
+async fn store_at(root: &std::path::Path) -> BenchResult<(Arc<LocalStore>, FlussSession)> {
+    let store = Arc::new(
+        LocalStore::open(&root.to_string_lossy())
+            .await
+            .context(|| format!("opening {}", root.display()))?,
+    );
+    let session = FlussSession::new(store.clone())
+        .await
+        .context(|| "session".into())?;
+    Ok((store, session))
+}
+
 /// Planning time of one query on a table with [`PLANNING_BUCKETS`] buckets.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanningResult {
@@ -83,14 +96,7 @@ pub async fn planning_bench(
     runs: usize,
     warmup: usize,
 ) -> BenchResult<PlanningResult> {
-    let store = Arc::new(
-        LocalStore::open(&root.to_string_lossy())
-            .await
-            .context(|| format!("opening {}", root.display()))?,
-    );
-    let session = FlussSession::new(store.clone())
-        .await
-        .context(|| "session".into())?;
+    let (store, session) = store_at(root).await?;
     let values: Vec<String> = (0..2000).map(|i| format!("({i}, 'v{i}', {i})")).collect();
     let tail: Vec<String> = (0..500)
         .map(|i| format!("({}, 'u{i}', {i})", i * 4))
@@ -184,14 +190,7 @@ pub async fn key_lookup_bench(
     use fluss::metadata::TablePath;
     use fluss::row::GenericRow;
 
-    let store = Arc::new(
-        LocalStore::open(&root.to_string_lossy())
-            .await
-            .context(|| format!("opening {}", root.display()))?,
-    );
-    let session = FlussSession::new(store.clone())
-        .await
-        .context(|| "session".into())?;
+    let (store, session) = store_at(root).await?;
     let mut statements = vec![
         "CREATE DATABASE look".to_string(),
         "CREATE TABLE look.customer (c_custkey BIGINT, c_name STRING, c_acctbal DOUBLE, \

@@ -4,9 +4,10 @@
 //! lookups per server (`client/table/lookup.rs`, `client/lookup/lookup_sender.rs`).
 //!
 //! A `Lookuper` costs a metadata request to make and holds the table's schema, so the
-//! source keeps a pool of them per (table id, schema id); a lookup of many keys runs
-//! up to [`CONCURRENT_LOOKUPS`] of them at once, so the client sends the keys in a
-//! few batched requests instead of one round trip each.
+//! source keeps a pool of them per (table id, schema id) (they cost no request once
+//! the table is known); a lookup of many keys runs up to [`CONCURRENT_LOOKUPS`] of
+//! them at once, so the client sends the keys in a few batched requests instead of
+//! one round trip each.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,8 +23,12 @@ use futures::future::try_join_all;
 
 use super::ClientResult;
 
-/// Most lookups in flight at once for one statement.
-pub(super) const CONCURRENT_LOOKUPS: usize = 32;
+/// Most lookups in flight at once for one statement. A `Lookuper` has one key in
+/// flight (`lookup` takes it mutably), and the client sends the keys queued within
+/// one batch window together, so a statement's keys go out in
+/// `keys / CONCURRENT_LOOKUPS` rounds of batched requests: 1,000 keys with 32
+/// lookupers took 32 rounds (111 ms on loopback), with 512 two.
+pub(super) const CONCURRENT_LOOKUPS: usize = 512;
 
 /// Idle lookupers by (table id, schema id).
 #[derive(Default)]
