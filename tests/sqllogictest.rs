@@ -256,6 +256,9 @@ fn slt_files() -> Vec<PathBuf> {
 /// rewrites expectations with).
 const LAKE_FORMATS: [&str; 2] = ["paimon", "iceberg"];
 
+/// Longest one file may run in [`sql_logic_tests`] (they take seconds).
+const FILE_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_logic_tests() {
     let files = slt_files();
@@ -311,11 +314,16 @@ async fn sql_logic_tests() {
                 eprintln!("rewrote {name}");
                 continue;
             }
-            match runner.run_file_async(file).await {
-                Ok(()) => eprintln!("ok     {name}"),
-                Err(e) => {
+            // a file takes seconds: one that hangs fails by name instead of stalling CI
+            match tokio::time::timeout(FILE_TIME_LIMIT, runner.run_file_async(file)).await {
+                Ok(Ok(())) => eprintln!("ok     {name}"),
+                Ok(Err(e)) => {
                     eprintln!("FAILED {name}\n{}", e.display(false));
                     failures.push(format!("{name}: {}", e.display(false)));
+                }
+                Err(_) => {
+                    eprintln!("FAILED {name}: not finished within {FILE_TIME_LIMIT:?}");
+                    failures.push(format!("{name}: not finished within {FILE_TIME_LIMIT:?}"));
                 }
             }
         }

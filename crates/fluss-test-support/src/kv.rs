@@ -37,13 +37,21 @@ pub fn bucket_kv(
     table: &ServedTable,
     log: &ServedLog,
 ) -> Result<BucketKv, String> {
-    if log.log_start_offset() != 0 || log.remote().is_some() {
+    // A tablet server's KV store holds every key ever written, however much of the
+    // log it has moved to remote storage or deleted: replay the remote segments,
+    // then the local log.
+    if log.log_start_offset() != 0 {
         return Err(format!(
-            "the test server answers lookups only for buckets whose local log starts at \
+            "the test server answers lookups only for buckets whose log starts at \
              offset 0 (this one starts at {})",
             log.log_start_offset()
         ));
     }
+    let mut changelog: Vec<Bytes> = log
+        .remote()
+        .map(|r| r.segments.iter().map(|s| s.bytes.clone()).collect())
+        .unwrap_or_default();
+    changelog.push(log.records().clone());
     let info = table_info(database, name, table)?;
     let config = info.get_table_config();
     let kv_format = config.get_kv_format().map_err(|e| e.to_string())?;
@@ -52,7 +60,7 @@ pub fn bucket_kv(
     let physical_keys = info.get_physical_primary_keys().to_vec();
     let mut encoders: BTreeMap<i16, SchemaEncoders> = BTreeMap::new();
     let mut kv = BucketKv::new();
-    for batch in BatchIterator::new(log.records().clone()) {
+    for batch in changelog.into_iter().flat_map(BatchIterator::new) {
         let batch = batch.map_err(|e| e.to_string())?;
         let schema_id = batch.schema_id();
         let encoders = match encoders.entry(schema_id) {
