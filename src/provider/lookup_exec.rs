@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
@@ -114,6 +114,23 @@ impl KeyLookupPlan {
     /// The table's columns as the provider shows them.
     pub fn table_schema(&self) -> &SchemaRef {
         &self.table_schema
+    }
+
+    /// The schema of the keys looked up: the primary-key columns, in key order, of
+    /// the table's latest Fluss schema (not null).
+    pub fn key_schema(&self) -> Result<SchemaRef> {
+        let latest = self.table.schemas.latest()?;
+        let fields = self
+            .table
+            .info
+            .get_primary_keys()
+            .iter()
+            .map(|k| {
+                let field = latest.arrow.field_with_name(k)?;
+                Ok(field.clone().with_nullable(false))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(Schema::new(fields)))
     }
 
     /// The lookup of `keys`.

@@ -136,18 +136,7 @@ fn lookup_join(
     let Some(key_exprs) = key_exprs.into_iter().collect::<Option<Vec<_>>>() else {
         return Ok(None);
     };
-    let latest = table.schemas.latest()?;
-    let key_schema = Arc::new(Schema::new(
-        primary_keys
-            .iter()
-            .map(|k| {
-                latest
-                    .arrow
-                    .field_with_name(k)
-                    .map(|f| f.clone().with_nullable(false))
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-    ));
+    let key_schema = lookup.key_schema()?;
     let slot = Arc::new(KeySlot::default());
     let leaf = Arc::new(lookup.exec(LookupKeys::FromJoin {
         slot: slot.clone(),
@@ -230,7 +219,9 @@ fn replace_scan(
 }
 
 /// A hash join whose probe side reads the build side's keys by key.
-#[derive(Debug)]
+///
+/// Clones share the join's preparation (its output partitions run one join).
+#[derive(Debug, Clone)]
 pub struct FlussLookupJoinExec {
     /// The join, its probe side ending in the lookup.
     join: Arc<dyn ExecutionPlan>,
@@ -372,12 +363,8 @@ impl ExecutionPlan for FlussLookupJoinExec {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         Ok(Arc::new(Self {
             join: replace_children_if_necessary(self.join.clone(), children)?,
-            key_exprs: self.key_exprs.clone(),
-            key_schema: self.key_schema.clone(),
-            slot: self.slot.clone(),
-            scan: self.scan.clone(),
-            max_keys: self.max_keys,
             prepared: Default::default(),
+            ..self.as_ref().clone()
         }))
     }
 
@@ -386,15 +373,7 @@ impl ExecutionPlan for FlussLookupJoinExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
-        let this = Self {
-            join: self.join.clone(),
-            key_exprs: self.key_exprs.clone(),
-            key_schema: self.key_schema.clone(),
-            slot: self.slot.clone(),
-            scan: self.scan.clone(),
-            max_keys: self.max_keys,
-            prepared: self.prepared.clone(),
-        };
+        let this = self.clone();
         let schema = self.join.schema();
         let stream = futures::stream::once(async move {
             let join = this

@@ -411,23 +411,17 @@ impl FlussTableProvider {
             return Ok(None);
         };
         let options = fluss_options(state);
-        let latest = self.table.schemas.latest()?;
+        let key_schema = lookup.key_schema()?;
         let primary_keys = self.table.info.get_primary_keys().clone();
-        let key_fields: Vec<Field> = primary_keys
+        let types: Vec<DataType> = key_schema
+            .fields()
             .iter()
-            .map(|k| latest.arrow.field_with_name(k).cloned())
-            .collect::<std::result::Result<_, _>>()?;
-        let types: Vec<DataType> = key_fields.iter().map(|f| f.data_type().clone()).collect();
+            .map(|f| f.data_type().clone())
+            .collect();
         let Some(columns) = fixed_keys(filters, &primary_keys, &types, options.max_lookup_keys)
         else {
             return Ok(None);
         };
-        let key_schema = Arc::new(Schema::new(
-            key_fields
-                .into_iter()
-                .map(|f| f.with_nullable(false))
-                .collect::<Vec<_>>(),
-        ));
         let keys = RecordBatch::try_new(key_schema, columns)?;
         Ok(Some(Arc::new(lookup.exec(LookupKeys::Fixed(keys))?)))
     }

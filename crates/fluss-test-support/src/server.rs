@@ -776,9 +776,6 @@ impl Connection {
         ListOffsetsResponse { buckets_resp }
     }
 
-    /// Mirrors `ReplicaManager.readFromLog`: buckets in request order, each limited to
-    /// `min(remaining request bytes, bucket max bytes)`, the first non-empty read allowed to
-    /// exceed the limit by one whole batch.
     /// Answers each key with the bucket's current value of it, as a tablet server
     /// reads its KV store (`KvTablet.multiGet`); a bucket it cannot answer gets an
     /// error of its own.
@@ -849,6 +846,9 @@ impl Connection {
         Ok(kv)
     }
 
+    /// Mirrors `ReplicaManager.readFromLog`: buckets in request order, each limited to
+    /// `min(remaining request bytes, bucket max bytes)`, the first non-empty read allowed to
+    /// exceed the limit by one whole batch.
     fn fetch_log(&self, r: FetchLogRequest) -> FetchLogResponse {
         let mut remaining = usize::try_from(r.max_bytes).unwrap_or(0);
         let mut min_one_batch = true;

@@ -126,9 +126,10 @@ pub(super) async fn lookup(call: LookupCall) -> ClientResult<Vec<RecordBatch>> {
             let mut found = Vec::new();
             for at in (i..keys.num_rows()).step_by(n) {
                 row.set_row_id(at);
-                let result = lookuper.lookup(&row).await?;
-                if result.get_single_row()?.is_some() {
-                    found.push(result.to_record_batch()?);
+                // decoded once: a key without a row gives an empty batch
+                let rows = lookuper.lookup(&row).await?.to_record_batch()?;
+                if rows.num_rows() > 0 {
+                    found.push(rows);
                 }
             }
             Ok::<_, fluss::error::Error>((lookuper, found))
