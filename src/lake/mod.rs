@@ -257,17 +257,14 @@ pub async fn open(
     }
 }
 
-/// A lake table and its plan of one snapshot.
-type PlannedLake = (Arc<dyn LakeTable>, LakePlan);
-
-/// What a cached plan was made from. A snapshot never changes once committed, but
-/// a table dropped and created again under its name starts a new lake table whose
-/// snapshot ids repeat the old ones (hence the Fluss table id), and a lake opened with
-/// one source's credentials must never be served to another source (hence every
-/// storage option: two sources reading the same warehouse with different keys get
-/// different entries). Holds credentials: no `Debug`, never shown.
+/// What a cached plan was made from, but its filter. A snapshot never changes once
+/// committed, but a table dropped and created again under its name starts a new lake
+/// table whose snapshot ids repeat the old ones (hence the Fluss table id), and a lake
+/// opened with one source's credentials must never be served to another source
+/// (hence every storage option: two sources reading the same warehouse with different
+/// keys get different entries). Holds credentials: no `Debug`, never shown.
 #[derive(PartialEq, Eq, Hash)]
-struct PlanKey {
+struct SnapshotKey {
     format: LakeFormat,
     warehouse: String,
     options: Vec<(String, String)>,
@@ -275,20 +272,35 @@ struct PlanKey {
     table_id: i64,
     fluss_fields: String,
     snapshot_id: i64,
-    filter: String,
     primary_key: bool,
 }
 
-/// Plans of immutable snapshots and the lake tables that made them (see [`PlanKey`]).
-static PLANS: LazyLock<Mutex<HashMap<PlanKey, PlannedLake>>> = LazyLock::new(Default::default);
+/// A snapshot's lake table, opened and checked once, and its plans by the filter
+/// they were pruned with.
+struct SnapshotPlans {
+    lake: Arc<dyn LakeTable>,
+    plans: HashMap<Option<String>, LakePlan>,
+}
 
-/// Most plans kept; the cache is emptied when it would grow past this.
+/// Plans of immutable snapshots and the lake tables that made them (see
+/// [`SnapshotKey`]).
+static PLANS: LazyLock<Mutex<HashMap<SnapshotKey, SnapshotPlans>>> =
+    LazyLock::new(Default::default);
+
+/// Most snapshots, and most filters of one snapshot, whose plans are kept; a map is
+/// emptied when it would grow past this.
 const PLAN_CACHE_ENTRIES: usize = 128;
 
 /// The plan of `request` on the lake table of `table`, and the table (for its
 /// merge-on-read tasks): opened, its schema checked against `fluss`, and planned, or
 /// taken from the plans made before in this process from the same lake, options and
 /// request.
+///
+/// A new filter on a snapshot planned before is planned again, with its own pruning
+/// (a file pruned by its key range can leave a split that needs no merge), on the
+/// lake table already open: the formats keep the metadata files they read (Paimon's
+/// metadata cache of `PaimonLake::open_for_reads`, iceberg-rust's manifest
+/// cache), so a point lookup per key does not read the snapshot's manifests again.
 pub async fn plan_snapshot(
     location: &LakeLocation,
     table: &FlussTable,
@@ -302,7 +314,7 @@ pub async fn plan_snapshot(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     options.sort();
-    let key = PlanKey {
+    let key = SnapshotKey {
         format: location.format,
         warehouse: location.warehouse.clone(),
         options,
@@ -310,28 +322,48 @@ pub async fn plan_snapshot(
         table_id: table.table_id(),
         fluss_fields: format!("{:?}", fluss.fields()),
         snapshot_id: request.snapshot_id,
-        filter: format!("{:?}", request.filter),
         primary_key: request.primary_key,
     };
-    if let Some(hit) = PLANS.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return Ok(hit);
-    }
-    let lake = open(location, table).await?.ok_or_else(|| {
-        Error::not_found("the table's lake snapshot is registered but the lake table is missing")
-            .with_context("table", &name)
-            .with_context("snapshot", request.snapshot_id)
-    })?;
-    lake.check_schema(fluss)
-        .map_err(|e| e.with_context("table", &name))?;
+    let filter = request.filter.as_ref().map(|f| format!("{f:?}"));
+    let opened = match PLANS.lock().ok().and_then(|c| {
+        c.get(&key)
+            .map(|s| (s.lake.clone(), s.plans.get(&filter).cloned()))
+    }) {
+        Some((lake, Some(plan))) => return Ok((lake, plan)),
+        Some((lake, None)) => Some(lake),
+        None => None,
+    };
+    let lake = match opened {
+        Some(lake) => lake,
+        None => {
+            let lake = open(location, table).await?.ok_or_else(|| {
+                Error::not_found(
+                    "the table's lake snapshot is registered but the lake table is missing",
+                )
+                .with_context("table", &name)
+                .with_context("snapshot", request.snapshot_id)
+            })?;
+            lake.check_schema(fluss)
+                .map_err(|e| e.with_context("table", &name))?;
+            lake
+        }
+    };
     let plan = lake
         .plan(request)
         .await
         .map_err(|e| e.with_context("table", &name))?;
     if let Ok(mut cache) = PLANS.lock() {
-        if cache.len() >= PLAN_CACHE_ENTRIES {
+        if cache.len() >= PLAN_CACHE_ENTRIES && !cache.contains_key(&key) {
             cache.clear();
         }
-        cache.insert(key, (lake.clone(), plan.clone()));
+        let entry = cache.entry(key).or_insert_with(|| SnapshotPlans {
+            lake: lake.clone(),
+            plans: HashMap::new(),
+        });
+        if entry.plans.len() >= PLAN_CACHE_ENTRIES {
+            entry.plans.clear();
+        }
+        entry.plans.insert(filter, plan.clone());
     }
     Ok((lake, plan))
 }
