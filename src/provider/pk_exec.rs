@@ -428,7 +428,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
     }
 
     /// Inexact: rows read ([`PrimaryKeyBucketTask::estimated_rows`]; updates and
-    /// deletes make the merged count smaller), columns estimated from the lake's
+    /// deletes make the merged count smaller; no more than the fixed keys), columns estimated from the lake's
     /// footers, so DataFusion orders joins as it would over the merged parquet.
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         let rows = |t: &PrimaryKeyBucketTask| t.estimated_rows() as usize;
@@ -437,6 +437,10 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             None => self.groups.iter().flatten().map(rows).sum(),
         };
         let rows = self.limit.map_or(total, |l| total.min(l));
+        // a fixed key has at most one live row: a point lookup then reports a handful
+        // of rows, and DataFusion spreads no round-robin repartition over it
+        let keys = self.inputs.key_lookup.as_ref().and_then(|k| k.first());
+        let rows = keys.map_or(rows, |k| rows.min(k.len()));
         let columns: Vec<usize> = self
             .inputs
             .output_positions
