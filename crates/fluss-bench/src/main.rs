@@ -22,6 +22,7 @@
 //! the report states.
 
 mod cluster;
+mod fixed_costs;
 mod flink;
 mod generate;
 mod peers;

@@ -344,6 +344,8 @@ pub struct TpchRun {
     pub tables: Vec<(f64, Vec<TableStats>)>,
     /// Every query at every share.
     pub results: Vec<TpchResult>,
+    /// Planning and point-lookup costs per share (with `--tpch-fresh-runs`).
+    pub fixed_costs: Vec<crate::fixed_costs::FixedCosts>,
 }
 
 /// Geometric mean.
@@ -384,6 +386,11 @@ pub struct TpchArgs<'a> {
     pub queries: Vec<String>,
 }
 
+/// The 8 tables' names.
+pub(crate) fn table_names() -> Vec<&'static str> {
+    TABLES.iter().map(|t| t.name).collect()
+}
+
 /// Database of the fresh-process baseline's external tables (a database of the
 /// store, so the shell's bare names resolve to them).
 const FRESH_BASELINE_DATABASE: &str = "tpch_parquet";
@@ -401,7 +408,7 @@ fn fluss_sql() -> BenchResult<PathBuf> {
 
 /// Wall-clock milliseconds of `runs` runs (after one warm-up) of `fluss-sql` with
 /// `args`, each a new process; a failing run fails the benchmark with its stderr.
-fn fresh_process_timing(
+pub(crate) fn fresh_process_timing(
     shell: &Path,
     args: &[String],
     runs: usize,
@@ -431,7 +438,7 @@ fn fresh_process_timing(
 
 /// The shell's arguments for one query: through the union (`union`), or over the
 /// merged parquet under `parquet` registered as external tables first.
-fn fresh_process_args(store: &Path, parquet: Option<&Path>, sql: &str) -> Vec<String> {
+pub(crate) fn fresh_process_args(store: &Path, parquet: Option<&Path>, sql: &str) -> Vec<String> {
     let mut args = vec![
         "--store".to_string(),
         store.display().to_string(),
@@ -467,6 +474,7 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
         target_partitions: args.target_partitions,
         tables: Vec::new(),
         results: Vec::new(),
+        fixed_costs: Vec::new(),
     };
     for &share in args.tail_shares {
         let root = args
@@ -591,6 +599,27 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
             );
             run.results.push(result);
         }
+        if let Some(shell) = &shell {
+            let costs = crate::fixed_costs::measure(
+                shell,
+                &root,
+                args.sf,
+                share,
+                args.fresh_runs,
+                &union,
+                &parquet,
+            )
+            .await?;
+            eprintln!(
+                "tpch: tail {share}: cold planning {:.2} ms per table ({:.2}x parquet), \
+                 point lookup {:.2} ms ({:.2}x parquet)",
+                costs.cold_planning_per_table_ms,
+                costs.cold_planning_ratio(),
+                costs.point_lookup.median_ms,
+                costs.point_lookup_ratio()
+            );
+            run.fixed_costs.push(costs);
+        }
         run.tables.push((share, stats));
     }
     Ok(run)
@@ -667,6 +696,7 @@ pub fn report(run: &TpchRun, command: &str) -> String {
         }
         md.push('\n');
     }
+    md.push_str(&crate::fixed_costs::report(&run.fixed_costs));
     md
 }
 
