@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use crate::Timing;
-use crate::generate::{BenchResult, Context};
+use crate::generate::BenchResult;
 use crate::tpch::{fresh_process_args, fresh_process_timing, table_names};
 
 /// Lookups timed per engine (after as many warm-ups as [`LOOKUP_WARMUPS`]).
@@ -114,15 +114,8 @@ pub async fn measure(
 /// Milliseconds of planning and running `sql`, whose answer is one row or none.
 async fn time_query(ctx: &SessionContext, sql: &str) -> BenchResult<f64> {
     let start = Instant::now();
-    let batches = ctx
-        .sql(sql)
-        .await
-        .context(|| format!("planning {sql}"))?
-        .collect()
-        .await
-        .context(|| format!("running {sql}"))?;
+    let rows = crate::run_sql(ctx, sql).await?;
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     if rows > 1 {
         return Err(format!("{sql} answered {rows} rows").into());
     }

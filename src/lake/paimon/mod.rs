@@ -74,8 +74,9 @@ impl PaimonLake {
     }
 
     /// Opens a warehouse to read its tables: the immutable metadata files (schemas,
-    /// snapshots, manifests) are kept in memory for as long as a table opened from it
-    /// lives. Besides reading each once, this makes the crate read them at their size:
+    /// snapshots, manifests) are kept in memory, up to 8 MiB, least recently used
+    /// evicted first, for as long as a table opened from it lives (the lake plan cache
+    /// keeps up to 128 such tables). Besides reading each once, this makes the crate read them at their size:
     /// without a cache, `paimon::io::InputFile::read` reads through opendal without a
     /// size, and opendal's filesystem reader then zero-fills a 2 MiB buffer for every
     /// file (`PositionReadStream`, `DEFAULT_POSITION_READ_MAX_BUF_SIZE`), which was
@@ -87,7 +88,7 @@ impl PaimonLake {
             &[
                 (CatalogOptions::LOCAL_CACHE_ENABLED, "true"),
                 (CatalogOptions::LOCAL_CACHE_WHITELIST, "meta"),
-                (CatalogOptions::LOCAL_CACHE_MAX_SIZE, "64mb"),
+                (CatalogOptions::LOCAL_CACHE_MAX_SIZE, "8mb"),
             ],
         )
     }
