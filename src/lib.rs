@@ -59,6 +59,7 @@
 
 #![warn(missing_docs)]
 
+mod cast;
 pub mod error;
 pub mod lake;
 pub mod log;

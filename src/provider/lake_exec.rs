@@ -6,7 +6,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
@@ -29,6 +28,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::field_ids::FieldIdAdapterFactory;
 use super::statistics::ColumnEstimates;
+use crate::cast::{batch_of, column_as};
 use crate::error::{Error, Result};
 use crate::lake::{ColumnMapping, LakeFile, LakeTable, MergeTask};
 
@@ -45,27 +45,17 @@ pub fn to_fluss_schema(batch: &RecordBatch, target: &SchemaRef) -> Result<Record
             ))
         })?;
         let column = batch.column(index);
-        columns.push(if column.data_type() == field.data_type() {
-            column.clone()
-        } else {
-            cast(column, field.data_type()).map_err(|e| {
-                Error::data_invalid(format!(
-                    "lake column '{}' of type {} cannot be read as {}",
-                    field.name(),
-                    column.data_type(),
-                    field.data_type()
-                ))
-                .with_source(e)
-            })?
-        });
+        columns.push(column_as(column, field.data_type()).map_err(|e| {
+            Error::data_invalid(format!(
+                "lake column '{}' of type {} cannot be read as {}",
+                field.name(),
+                column.data_type(),
+                field.data_type()
+            ))
+            .with_source(e)
+        })?);
     }
-    let options =
-        datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    Ok(RecordBatch::try_new_with_options(
-        target.clone(),
-        columns,
-        &options,
-    )?)
+    batch_of(target, columns, batch.num_rows())
 }
 
 /// Reads merge-on-read tasks of a snapshot, casting to `schema` (a projection of the

@@ -13,10 +13,9 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The view type a column of `data_type` is read as, if it has one.
 fn view_type(data_type: &DataType) -> Option<DataType> {
@@ -44,49 +43,7 @@ pub fn with_view_types(schema: &Schema) -> SchemaRef {
 /// `batch` with its columns cast to `schema`'s types where they differ (the same
 /// columns in the same order; strings and bytes to views, anything else as it is).
 pub fn to_view_types(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-    if batch.schema_ref().fields().len() != schema.fields().len() {
-        return Err(Error::internal(format!(
-            "a batch of {} columns cannot be read as {} columns",
-            batch.num_columns(),
-            schema.fields().len()
-        )));
-    }
-    let same = batch
-        .schema_ref()
-        .fields()
-        .iter()
-        .zip(schema.fields())
-        .all(|(a, b)| a.data_type() == b.data_type());
-    if same {
-        return Ok(batch);
-    }
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(column, field)| {
-            if column.data_type() == field.data_type() {
-                Ok(column.clone())
-            } else {
-                cast(column, field.data_type()).map_err(|e| {
-                    Error::internal(format!(
-                        "column '{}' of type {} cannot be read as {}",
-                        field.name(),
-                        column.data_type(),
-                        field.data_type()
-                    ))
-                    .with_source(e)
-                })
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let options =
-        datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        columns,
-        &options,
-    )?)
+    crate::cast::by_position(batch, schema)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::SchemaRef;
 use fluss::client::{FlussConnection, Lookuper};
 use fluss::metadata::{RowType, TableInfo, TablePath};
@@ -152,24 +152,10 @@ pub(super) async fn lookup(call: LookupCall) -> ClientResult<Vec<RecordBatch>> {
 pub(super) fn as_table_batch(
     schema: &SchemaRef,
     batches: &[RecordBatch],
-) -> datafusion::arrow::error::Result<RecordBatch> {
+) -> crate::error::Result<RecordBatch> {
     let converted = batches
         .iter()
-        .map(|b| {
-            let columns = schema
-                .fields()
-                .iter()
-                .zip(b.columns())
-                .map(|(field, column)| {
-                    if column.data_type() == field.data_type() {
-                        Ok(column.clone())
-                    } else {
-                        cast(column, field.data_type())
-                    }
-                })
-                .collect::<datafusion::arrow::error::Result<Vec<_>>>()?;
-            RecordBatch::try_new(schema.clone(), columns)
-        })
-        .collect::<datafusion::arrow::error::Result<Vec<_>>>()?;
-    concat_batches(schema, &converted)
+        .map(|b| crate::cast::by_position(b.clone(), schema))
+        .collect::<crate::error::Result<Vec<_>>>()?;
+    Ok(concat_batches(schema, &converted)?)
 }

@@ -7,6 +7,7 @@ use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
 
+use crate::cast::{batch_of, column_as};
 use crate::error::{Error, Result};
 use crate::source::layout::validate_partition_name;
 
@@ -53,19 +54,15 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBa
         let column = match schema.index_of(field.name()) {
             Ok(i) => {
                 let c = batch.column(i);
-                if c.data_type() == field.data_type() {
-                    c.clone()
-                } else {
-                    cast(c, field.data_type()).map_err(|e| {
-                        Error::invalid_input(format!(
-                            "column '{}' of type {} cannot be written as {}",
-                            field.name(),
-                            c.data_type(),
-                            field.data_type()
-                        ))
-                        .with_source(e)
-                    })?
-                }
+                column_as(c, field.data_type()).map_err(|e| {
+                    Error::invalid_input(format!(
+                        "column '{}' of type {} cannot be written as {}",
+                        field.name(),
+                        c.data_type(),
+                        field.data_type()
+                    ))
+                    .with_source(e)
+                })?
             }
             Err(_) if field.is_nullable() => {
                 datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows())
@@ -93,11 +90,7 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBa
             )));
         }
     }
-    Ok(RecordBatch::try_new_with_options(
-        target.clone(),
-        columns,
-        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-    )?)
+    batch_of(target, columns, batch.num_rows())
 }
 
 /// A delete batch: key columns (cast), other columns null (only keys are used).
