@@ -400,6 +400,20 @@ impl RealFluss {
 impl Drop for RealFluss {
     fn drop(&mut self) {
         self.shutdown();
+        // The work directory goes with this value; a failing test's harness log is
+        // what explains it, so it is kept beside the directory.
+        if std::thread::panicking() {
+            let name = self
+                .work_dir
+                .path()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "real-fluss".into());
+            let kept = std::env::temp_dir().join(format!("{name}-harness.log"));
+            if std::fs::copy(self.log_path(), &kept).is_ok() {
+                eprintln!("the real-Fluss harness log is kept at {}", kept.display());
+            }
+        }
     }
 }
 
