@@ -325,16 +325,13 @@ pub async fn plan_snapshot(
         primary_key: request.primary_key,
     };
     let filter = request.filter.as_ref().map(|f| format!("{f:?}"));
-    let opened = match PLANS.lock().ok().and_then(|c| {
+    let cached = PLANS.lock().ok().and_then(|c| {
         c.get(&key)
             .map(|s| (s.lake.clone(), s.plans.get(&filter).cloned()))
-    }) {
+    });
+    let lake = match cached {
         Some((lake, Some(plan))) => return Ok((lake, plan)),
-        Some((lake, None)) => Some(lake),
-        None => None,
-    };
-    let lake = match opened {
-        Some(lake) => lake,
+        Some((lake, None)) => lake,
         None => {
             let lake = open(location, table).await?.ok_or_else(|| {
                 Error::not_found(

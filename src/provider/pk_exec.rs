@@ -428,8 +428,9 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
     }
 
     /// Inexact: rows read ([`PrimaryKeyBucketTask::estimated_rows`]; updates and
-    /// deletes make the merged count smaller; no more than the fixed keys), columns estimated from the lake's
-    /// footers, so DataFusion orders joins as it would over the merged parquet.
+    /// deletes make the merged count smaller; no more than the fixed keys), columns
+    /// estimated from the lake's footers, so DataFusion orders joins as it would over
+    /// the merged parquet.
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         let rows = |t: &PrimaryKeyBucketTask| t.estimated_rows() as usize;
         let total: usize = match partition {
