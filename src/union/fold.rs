@@ -90,6 +90,10 @@ pub struct ChangelogFold {
     /// probing every lake row against a bitmap beats probing the map. Built on the
     /// first probe, once the fold is complete.
     touched: std::sync::OnceLock<Option<(i64, BooleanBuffer)>>,
+    /// Which rows of each batch are live (a key's last upsert), built on the first
+    /// [`Self::live_rows`]: a cached fold answers every later scan without walking the
+    /// key map again.
+    live: std::sync::OnceLock<Vec<BooleanArray>>,
     /// Smallest and largest integer key folded (from each batch's min/max kernels,
     /// cheaper than two passes over the map).
     key_range: Option<(i64, i64)>,
@@ -120,6 +124,7 @@ impl ChangelogFold {
             latest,
             records: 0,
             touched: std::sync::OnceLock::new(),
+            live: std::sync::OnceLock::new(),
             key_range: None,
             memory: None,
             batch_bytes: 0,
@@ -168,6 +173,9 @@ impl ChangelogFold {
                 "changelog fold holds at most 2^32 batches of 2^32 rows",
             ));
         }
+        // what the probes built from the fold so far is stale now
+        self.touched = std::sync::OnceLock::new();
+        self.live = std::sync::OnceLock::new();
         self.batches.push(batch.clone());
         self.batch_bytes += batch.get_array_memory_size();
         let index = ((self.batches.len() - 1) as u64) << 32;
@@ -376,6 +384,20 @@ impl ChangelogFold {
     /// Each changelog batch is filtered by a mask of its live rows straight into the
     /// output (no gather in hash order, which reads rows at random).
     pub fn live_rows(&self, projection: &[usize], batch_size: usize) -> Result<Vec<RecordBatch>> {
+        let live = self.live.get_or_init(|| self.live_masks());
+        let schema = Arc::new(self.schema.project(projection)?);
+        let mut coalescer = BatchCoalescer::new(schema, batch_size.max(1));
+        for (batch, mask) in self.batches.iter().zip(live) {
+            if mask.true_count() > 0 {
+                coalescer.push_batch_with_filter(batch.project(projection)?, mask)?;
+            }
+        }
+        coalescer.finish_buffered_batch()?;
+        Ok(std::iter::from_fn(|| coalescer.next_completed_batch()).collect())
+    }
+
+    /// A mask of the live rows of each batch.
+    fn live_masks(&self) -> Vec<BooleanArray> {
         let mut live: Vec<BooleanBufferBuilder> = self
             .batches
             .iter()
@@ -395,16 +417,9 @@ impl ChangelogFold {
             KeyIndex::Packed(_, m) => m.values().for_each(&mut mark),
             KeyIndex::Encoded(_, m) => m.values().for_each(&mut mark),
         }
-        let schema = Arc::new(self.schema.project(projection)?);
-        let mut coalescer = BatchCoalescer::new(schema, batch_size.max(1));
-        for (batch, mut mask) in self.batches.iter().zip(live) {
-            let mask = BooleanArray::new(mask.finish(), None);
-            if mask.true_count() > 0 {
-                coalescer.push_batch_with_filter(batch.project(projection)?, &mask)?;
-            }
-        }
-        coalescer.finish_buffered_batch()?;
-        Ok(std::iter::from_fn(|| coalescer.next_completed_batch()).collect())
+        live.into_iter()
+            .map(|mut mask| BooleanArray::new(mask.finish(), None))
+            .collect()
     }
 }
 
@@ -456,6 +471,33 @@ mod tests {
         assert_eq!(keep, BooleanArray::from(vec![false, false, true]));
         assert_eq!(fold.keys(), 4);
         assert_eq!(fold.records(), 7);
+    }
+
+    #[test]
+    fn probes_after_more_changes_see_them() {
+        use ChangeType::*;
+        let first = batch(&[1, 2], &["a", "b"]);
+        let mut fold = ChangelogFold::new(first.schema(), vec![0]).unwrap();
+        fold.apply(&first, &[Insert, Insert]).unwrap();
+        let lake = batch(&[1, 3, 5], &["x", "y", "z"]);
+        assert_eq!(fold.live_rows(&[0], 8192).unwrap()[0].num_rows(), 2);
+        assert_eq!(
+            fold.surviving(&lake, &[0]).unwrap(),
+            BooleanArray::from(vec![false, true, true])
+        );
+        // the masks and the key bitmap built by those probes are rebuilt
+        fold.apply(&batch(&[2, 3], &["b", "c"]), &[Delete, Insert])
+            .unwrap();
+        let ids: Vec<i64> = fold.live_rows(&[0], 8192).unwrap()[0]
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
+        assert_eq!(ids, vec![1, 3]);
+        assert_eq!(
+            fold.surviving(&lake, &[0]).unwrap(),
+            BooleanArray::from(vec![false, false, true])
+        );
     }
 
     #[test]
