@@ -185,11 +185,6 @@ pub async fn key_lookup_bench(
     runs: usize,
     warmup: usize,
 ) -> BenchResult<KeyLookupResult> {
-    use fluss::client::FlussConnection;
-    use fluss::config::Config;
-    use fluss::metadata::TablePath;
-    use fluss::row::GenericRow;
-
     let (store, session) = store_at(root).await?;
     let mut statements = vec![
         "CREATE DATABASE look".to_string(),
@@ -237,7 +232,7 @@ pub async fn key_lookup_bench(
             .await
             .context(|| sql.chars().take(80).collect())?;
     }
-    let (_server, cluster) = connect(&store).await?;
+    let (server, cluster) = connect(&store).await?;
     let remote = FlussSession::with_options(
         Arc::new(cluster),
         fluss_datafusion::sql::SessionOptions {
@@ -247,29 +242,90 @@ pub async fn key_lookup_bench(
     )
     .await
     .context(|| "cluster session".into())?;
+    // keys spread over the table, a tenth of them updated in the tail
+    let keys = |i: usize| ((i * 7919) % rows) as i64;
+    measure_lookups(
+        &remote,
+        &server.bootstrap_servers(),
+        LookupTables {
+            database: "look",
+            table: "customer",
+            key_column: "c_custkey",
+            value_column: "c_acctbal",
+            events: "events",
+            rows,
+        },
+        keys,
+        runs,
+        warmup,
+    )
+    .await
+}
+
+/// The tables [`measure_lookups`] reads: a primary-key table keyed by one BIGINT
+/// column, and a log table of recent events whose `customer` column holds its keys.
+pub struct LookupTables<'a> {
+    /// The database of both tables.
+    pub database: &'a str,
+    /// The primary-key table.
+    pub table: &'a str,
+    /// Its primary key (one BIGINT column).
+    pub key_column: &'a str,
+    /// A numeric column the enrichment join sums.
+    pub value_column: &'a str,
+    /// The log table of recent events (`customer BIGINT` among its columns).
+    pub events: &'a str,
+    /// Rows of the primary-key table.
+    pub rows: usize,
+}
+
+/// Times point lookups (SQL through `remote` against fluss-rs's `Lookuper` on a
+/// connection of its own to `bootstrap_servers`, key `keys(i)` in run `i`, each
+/// answered with one row by both) and the enrichment join of the events with the
+/// table, with key lookups and scanning in turn (same answers required). Shared by
+/// the test-server benchmark and the head-to-head on the real cluster.
+pub async fn measure_lookups(
+    remote: &FlussSession,
+    bootstrap_servers: &str,
+    tables: LookupTables<'_>,
+    keys: impl Fn(usize) -> i64,
+    runs: usize,
+    warmup: usize,
+) -> BenchResult<KeyLookupResult> {
+    use fluss::client::FlussConnection;
+    use fluss::config::Config;
+    use fluss::metadata::TablePath;
+    use fluss::row::GenericRow;
+
+    let LookupTables {
+        database,
+        table,
+        key_column,
+        value_column,
+        events,
+        rows,
+    } = tables;
     // the lookup batch window the cluster source uses (2 ms; fluss-rs's default of
     // 100 ms would make each single lookup wait for the rest of its window)
     let connection = FlussConnection::new(Config {
-        bootstrap_servers: _server.bootstrap_servers(),
+        bootstrap_servers: bootstrap_servers.to_string(),
         lookup_batch_timeout_ms: 2,
         ..Default::default()
     })
     .await
     .context(|| "fluss-rs connection".into())?;
-    let table = connection
-        .get_table(&TablePath::new("look", "customer"))
+    let served = connection
+        .get_table(&TablePath::new(database, table))
         .await
         .context(|| "fluss-rs table".into())?;
-    let mut lookuper = table
+    let mut lookuper = served
         .new_lookup()
         .and_then(|l| l.create_lookuper())
         .context(|| "fluss-rs lookuper".into())?;
-    let query = "SELECT * FROM look.customer WHERE c_custkey = {key}".to_string();
-    // keys spread over the table, a tenth of them updated in the tail
-    let key = |i: usize| ((i * 7919) % rows) as i64;
+    let query = format!("SELECT * FROM {database}.{table} WHERE {key_column} = {{key}}");
     let (mut direct, mut sql) = (Vec::new(), Vec::new());
     for i in 0..warmup.max(1) + runs.max(5) {
-        let k = key(i);
+        let k = keys(i);
         let started = Instant::now();
         let found = lookuper
             .lookup(&GenericRow::from_data(vec![k]))
@@ -296,9 +352,10 @@ pub async fn key_lookup_bench(
         }
     }
     // the enrichment join, with lookups and scanning, in turn
-    let enrichment_query = "SELECT count(*), sum(c.c_acctbal) FROM look.events e \
-         JOIN look.customer c ON e.customer = c.c_custkey"
-        .to_string();
+    let enrichment_query = format!(
+        "SELECT count(*), sum(c.{value_column}) FROM {database}.{events} e \
+         JOIN {database}.{table} c ON e.customer = c.{key_column}"
+    );
     let (mut looked, mut scanned) = (Vec::new(), Vec::new());
     for i in 0..warmup.max(1) + (runs / 5).max(5) {
         let mut answers = Vec::new();
