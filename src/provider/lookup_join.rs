@@ -8,7 +8,9 @@
 //! whose probe side is a chain of row-preserving nodes (filters, projections,
 //! repartitions) over a [`FlussPrimaryKeyScanExec`] that offers a lookup, joined on
 //! exactly the table's primary-key columns, and whose build side is estimated at no
-//! more than `fluss.max_lookup_keys` rows. The join becomes a
+//! more than `fluss.max_lookup_keys` rows, and no more than the probed table's
+//! estimated rows over `fluss.lookup_key_cost_rows` (below that, scanning the table
+//! costs less than looking the keys up). The join becomes a
 //! [`FlussLookupJoinExec`]: it reads the build side, hands its distinct keys to the
 //! [`FlussKeyLookupExec`] that replaced the scan, then runs the same hash join over
 //! the rows read and the looked-up rows. Join types that output probe rows without a
@@ -71,7 +73,7 @@ impl PhysicalOptimizerRule for LookupJoinRule {
             let Some(join) = node.downcast_ref::<HashJoinExec>() else {
                 return Ok(Transformed::no(node));
             };
-            match lookup_join(&node, join, options.max_lookup_keys)? {
+            match lookup_join(&node, join, &options)? {
                 Some(lookup) => Ok(Transformed::yes(Arc::new(lookup) as Arc<dyn ExecutionPlan>)),
                 None => Ok(Transformed::no(node)),
             }
@@ -92,7 +94,7 @@ impl PhysicalOptimizerRule for LookupJoinRule {
 fn lookup_join(
     node: &Arc<dyn ExecutionPlan>,
     join: &HashJoinExec,
-    max_keys: usize,
+    options: &FlussOptions,
 ) -> DfResult<Option<FlussLookupJoinExec>> {
     let keeps_unmatched_probe_rows = matches!(
         join.join_type(),
@@ -104,12 +106,21 @@ fn lookup_join(
     let left_stats =
         StatisticsContext::new().compute(join.left().as_ref(), &StatisticsArgs::new())?;
     let estimated = match left_stats.num_rows.get_value() {
-        Some(&rows) if rows <= max_keys => rows,
+        Some(&rows) if rows <= options.max_lookup_keys => rows,
         _ => return Ok(None),
     };
     let Some(scan) = probed_scan(join.right()) else {
         return Ok(None);
     };
+    // cheaper to scan a table of fewer rows than the keys' lookups cost (a table of
+    // unknown size is looked up: the keys are few already)
+    let table_stats =
+        StatisticsContext::new().compute(scan as &dyn ExecutionPlan, &StatisticsArgs::new())?;
+    if let Some(&table_rows) = table_stats.num_rows.get_value()
+        && estimated.saturating_mul(options.lookup_key_cost_rows) > table_rows
+    {
+        return Ok(None);
+    }
     let Some(lookup) = scan.join_lookup() else {
         return Ok(None);
     };
@@ -151,7 +162,7 @@ fn lookup_join(
         key_schema,
         slot,
         scan: join_right,
-        max_keys,
+        max_keys: options.max_lookup_keys,
         prepared: Default::default(),
     }))
 }

@@ -162,12 +162,19 @@ pub struct KeyLookupResult {
     pub lookuper: Timing,
     /// The statement, planned and executed in a warm session, per key.
     pub sql: Timing,
+    /// `EXPLAIN` of the statement, per key: the table's metadata and planning, without
+    /// the lookup.
+    pub sql_planning: Timing,
     /// The enrichment join timed (recent log rows joined with the table on its key).
     pub enrichment_query: String,
-    /// The join with lookups (`fluss.key_lookups` on: the build side's keys looked up).
+    /// The join with lookups (`fluss.key_lookups` on and `fluss.lookup_key_cost_rows`
+    /// 0: the build side's keys looked up whatever the table's size).
     pub enrichment_lookup: Timing,
     /// The same join scanning the table (`fluss.key_lookups` off).
     pub enrichment_scan: Timing,
+    /// What the session chose by default for the join: `lookups` or `scan`
+    /// (`fluss.lookup_key_cost_rows`).
+    pub enrichment_default: String,
 }
 
 /// Log rows of the enrichment join (each a random key of the table).
@@ -323,7 +330,7 @@ pub async fn measure_lookups(
         .and_then(|l| l.create_lookuper())
         .context(|| "fluss-rs lookuper".into())?;
     let query = format!("SELECT * FROM {database}.{table} WHERE {key_column} = {{key}}");
-    let (mut direct, mut sql) = (Vec::new(), Vec::new());
+    let (mut direct, mut sql, mut planning) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..warmup.max(1) + runs.max(5) {
         let k = keys(i);
         let started = Instant::now();
@@ -342,6 +349,11 @@ pub async fn measure_lookups(
             .await
             .context(|| statement.clone())?;
         let sql_ms = started.elapsed().as_secs_f64() * 1e3;
+        // the same statement planned only: table metadata and planning, no lookup
+        let explain = format!("EXPLAIN {statement}");
+        let started = Instant::now();
+        remote.execute(&explain).await.context(|| explain.clone())?;
+        let planning_ms = started.elapsed().as_secs_f64() * 1e3;
         let answered: usize = batches.iter().map(|b| b.num_rows()).sum();
         if answered != found || answered != 1 {
             return Err(format!("{statement}: {answered} rows, the Lookuper found {found}").into());
@@ -349,6 +361,7 @@ pub async fn measure_lookups(
         if i >= warmup.max(1) {
             direct.push(lookuper_ms);
             sql.push(sql_ms);
+            planning.push(planning_ms);
         }
     }
     // the enrichment join, with lookups and scanning, in turn
@@ -356,6 +369,22 @@ pub async fn measure_lookups(
         "SELECT count(*), sum(c.{value_column}) FROM {database}.{events} e \
          JOIN {database}.{table} c ON e.customer = c.{key_column}"
     );
+    // what the session chooses by default (lookups or a scan, by estimated costs)
+    let explain = format!("EXPLAIN {enrichment_query}");
+    let plan = remote.execute(&explain).await.context(|| explain.clone())?;
+    let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)
+        .context(|| "rendering".into())?
+        .to_string();
+    let enrichment_default = if plan.contains("FlussLookupJoinExec") {
+        "lookups"
+    } else {
+        "scan"
+    };
+    // then each way, forced: lookups whatever the costs, or none
+    remote
+        .execute("SET fluss.lookup_key_cost_rows = 0")
+        .await
+        .context(|| "SET".into())?;
     let (mut looked, mut scanned) = (Vec::new(), Vec::new());
     for i in 0..warmup.max(1) + (runs / 5).max(5) {
         let mut answers = Vec::new();
@@ -385,11 +414,14 @@ pub async fn measure_lookups(
             .into());
         }
     }
-    remote
-        .execute("SET fluss.key_lookups = true")
-        .await
-        .context(|| "SET".into())?;
+    for reset in [
+        "SET fluss.key_lookups = true",
+        "SET fluss.lookup_key_cost_rows = 256",
+    ] {
+        remote.execute(reset).await.context(|| reset.into())?;
+    }
     Ok(KeyLookupResult {
+        enrichment_default: enrichment_default.into(),
         enrichment_query,
         enrichment_lookup: Timing::from_samples(looked, 1),
         enrichment_scan: Timing::from_samples(scanned, 1),
@@ -397,5 +429,6 @@ pub async fn measure_lookups(
         query,
         lookuper: Timing::from_samples(direct, 1),
         sql: Timing::from_samples(sql, 1),
+        sql_planning: Timing::from_samples(planning, 1),
     })
 }
