@@ -88,11 +88,12 @@ pub struct ChangelogFold {
     /// Integer keys touched, as one bit per key in `[min, max]` when that bitmap is no
     /// larger than the key map ([`dense_keys`], so memory still follows the tail):
     /// probing every lake row against a bitmap beats probing the map. Built on the
-    /// first probe, once the fold is complete.
+    /// first probe, and again on the first probe after more changes.
     touched: std::sync::OnceLock<Option<(i64, BooleanBuffer)>>,
     /// Which rows of each batch are live (a key's last upsert), built on the first
-    /// [`Self::live_rows`]: a cached fold answers every later scan without walking the
-    /// key map again.
+    /// [`Self::live_rows`] (again after more changes): a cached fold answers every
+    /// later scan without walking the key map again. One bit per record, left out of
+    /// the memory accounting.
     live: std::sync::OnceLock<Vec<BooleanArray>>,
     /// Smallest and largest integer key folded (from each batch's min/max kernels,
     /// cheaper than two passes over the map).
