@@ -5,21 +5,34 @@
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::datatypes::{Field, SchemaRef};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
-/// `column` with type `to`: itself when it already has it, else cast.
+/// `column` as `field`'s type: itself when it has it already, else cast. A cast that
+/// fails is an error of `kind` naming the column and both types, in the words of the
+/// caller's `verb` ("column 'c' of type Utf8 cannot be {verb} as Int32").
 pub(crate) fn column_as(
     column: &ArrayRef,
-    to: &DataType,
-) -> std::result::Result<ArrayRef, ArrowError> {
-    if column.data_type() == to {
-        Ok(column.clone())
-    } else {
-        cast(column, to)
+    field: &Field,
+    kind: ErrorKind,
+    verb: &str,
+) -> Result<ArrayRef> {
+    if column.data_type() == field.data_type() {
+        return Ok(column.clone());
     }
+    cast(column, field.data_type()).map_err(|e| {
+        Error::new(
+            kind,
+            format!(
+                "column '{}' of type {} cannot be {verb} as {}",
+                field.name(),
+                column.data_type(),
+                field.data_type()
+            ),
+        )
+        .with_source(e)
+    })
 }
 
 /// `columns` as a batch of `schema` with `rows` rows (kept when there are no
@@ -62,17 +75,7 @@ pub(crate) fn by_position(batch: RecordBatch, schema: &SchemaRef) -> Result<Reco
         .columns()
         .iter()
         .zip(schema.fields())
-        .map(|(column, field)| {
-            column_as(column, field.data_type()).map_err(|e| {
-                Error::internal(format!(
-                    "column '{}' of type {} cannot be read as {}",
-                    field.name(),
-                    column.data_type(),
-                    field.data_type()
-                ))
-                .with_source(e)
-            })
-        })
+        .map(|(column, field)| column_as(column, field, ErrorKind::Internal, "read"))
         .collect::<Result<Vec<_>>>()?;
     batch_of(schema, columns, batch.num_rows())
 }

@@ -29,7 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::field_ids::FieldIdAdapterFactory;
 use super::statistics::ColumnEstimates;
 use crate::cast::{batch_of, column_as};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::lake::{ColumnMapping, LakeFile, LakeTable, MergeTask};
 
 /// Casts a lake batch to the Fluss schema: columns by name, types cast (e.g. lake
@@ -45,15 +45,12 @@ pub fn to_fluss_schema(batch: &RecordBatch, target: &SchemaRef) -> Result<Record
             ))
         })?;
         let column = batch.column(index);
-        columns.push(column_as(column, field.data_type()).map_err(|e| {
-            Error::data_invalid(format!(
-                "lake column '{}' of type {} cannot be read as {}",
-                field.name(),
-                column.data_type(),
-                field.data_type()
-            ))
-            .with_source(e)
-        })?);
+        columns.push(column_as(
+            column,
+            field,
+            ErrorKind::DataInvalid,
+            "read from the lake",
+        )?);
     }
     batch_of(target, columns, batch.num_rows())
 }

@@ -8,7 +8,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
 
 use crate::cast::{batch_of, column_as};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::source::layout::validate_partition_name;
 
 /// Renders one partition value as Fluss names partitions (`PartitionUtils`).
@@ -54,15 +54,7 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBa
         let column = match schema.index_of(field.name()) {
             Ok(i) => {
                 let c = batch.column(i);
-                column_as(c, field.data_type()).map_err(|e| {
-                    Error::invalid_input(format!(
-                        "column '{}' of type {} cannot be written as {}",
-                        field.name(),
-                        c.data_type(),
-                        field.data_type()
-                    ))
-                    .with_source(e)
-                })?
+                column_as(c, field, ErrorKind::InvalidInput, "written")?
             }
             Err(_) if field.is_nullable() => {
                 datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows())
