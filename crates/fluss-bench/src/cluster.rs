@@ -414,11 +414,15 @@ pub async fn measure_lookups(
             .into());
         }
     }
+    let defaults = fluss_datafusion::provider::FlussOptions::default();
     for reset in [
-        "SET fluss.key_lookups = true",
-        "SET fluss.lookup_key_cost_rows = 256",
+        format!("SET fluss.key_lookups = {}", defaults.key_lookups),
+        format!(
+            "SET fluss.lookup_key_cost_rows = {}",
+            defaults.lookup_key_cost_rows
+        ),
     ] {
-        remote.execute(reset).await.context(|| reset.into())?;
+        remote.execute(&reset).await.context(|| reset.clone())?;
     }
     Ok(KeyLookupResult {
         enrichment_default: enrichment_default.into(),

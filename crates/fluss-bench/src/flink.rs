@@ -143,6 +143,13 @@ fn median_timing(samples: Vec<f64>, rows: usize) -> Timing {
     Timing::from_samples(samples, rows)
 }
 
+/// One command to the real-Fluss harness, its error as the benchmark's.
+fn call(fluss: &mut RealFluss, command: serde_json::Value) -> BenchResult<serde_json::Value> {
+    fluss
+        .call(command)
+        .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.to_string().into() })
+}
+
 /// Runs the head-to-head at scale factor `sf` with `tail_share` of each table in the
 /// log tail, `runs` measured runs per query after `warmup`; writes `report.md` and
 /// `results.json` to `out`.
@@ -177,11 +184,6 @@ pub async fn run(
         "harness ready: JVM, Fluss cluster (ZooKeeper, coordinator, 2 tablet servers), Flink mini cluster".to_string(),
         started.elapsed().as_secs_f64() * 1000.0,
     )];
-    let call = |fluss: &mut RealFluss, command: serde_json::Value| {
-        fluss
-            .call(command)
-            .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.to_string().into() })
-    };
     call(
         &mut fluss,
         json!({"cmd": "sql", "sql": "CREATE DATABASE IF NOT EXISTS fc.db"}),
@@ -350,9 +352,7 @@ async fn lookups_on(
         json!({"cmd": "load", "table": "db.events", "op": "append",
             "file": events.to_string_lossy()}),
     ] {
-        fluss
-            .call(command)
-            .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.to_string().into() })?;
+        call(fluss, command)?;
     }
     let result = measure_lookups(
         session,
@@ -437,7 +437,7 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
          | `EXPLAIN` of the SQL lookup (table metadata request and planning) | {:.2} | |\n\
          | enrichment join by lookups | {:.1} | scanning / lookups {:.2}x |\n\
          | enrichment join by scanning | {:.1} | |\n\n\
-         By default (`fluss.lookup_key_cost_rows` = 256) the session plans this join \
+         By default (`fluss.lookup_key_cost_rows` = {}) the session plans this join \
          as a **{}**.\n",
         l.rows,
         l.sql.samples_ms.len(),
@@ -451,6 +451,7 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
         l.enrichment_lookup.median_ms,
         l.enrichment_scan.median_ms / l.enrichment_lookup.median_ms,
         l.enrichment_scan.median_ms,
+        fluss_datafusion::provider::FlussOptions::default().lookup_key_cost_rows,
         l.enrichment_default,
     ));
     md.push_str("\nStart-up, not in the timings above:\n\n| what | ms |\n|---|---:|\n");

@@ -76,11 +76,12 @@ impl PaimonLake {
     /// Opens a warehouse to read its tables: the immutable metadata files (schemas,
     /// snapshots, manifests) are kept in memory, up to 8 MiB, least recently used
     /// evicted first, for as long as a table opened from it lives (the lake plan cache
-    /// keeps up to 128 such tables). Besides reading each once, this makes the crate read them at their size:
-    /// without a cache, `paimon::io::InputFile::read` reads through opendal without a
-    /// size, and opendal's filesystem reader then zero-fills a 2 MiB buffer for every
-    /// file (`PositionReadStream`, `DEFAULT_POSITION_READ_MAX_BUF_SIZE`), which was
-    /// most of the page faults of planning a table in a fresh process.
+    /// keeps up to 128 such tables). Besides reading each once, this makes the crate
+    /// read them at their size: without a cache, `paimon::io::InputFile::read` reads
+    /// through opendal without a size, and opendal's filesystem reader then zero-fills
+    /// a 2 MiB buffer for every file (`PositionReadStream`,
+    /// `DEFAULT_POSITION_READ_MAX_BUF_SIZE`), which was most of the page faults of
+    /// planning a table in a fresh process.
     pub(crate) fn open_for_reads(warehouse: &str, extra: &HashMap<String, String>) -> Result<Self> {
         Self::open_with(
             warehouse,
