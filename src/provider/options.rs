@@ -22,10 +22,11 @@ extensions_options! {
         /// build side's keys up only when their estimated count times this is no more
         /// than the probed table's estimated rows, and scans otherwise. Measured on a
         /// 2-core machine, 1,000 keys against scanning a 150,000-row table (lake on
-        /// local disk): about 270 both on the RPC test server and on a real Fluss
-        /// cluster (`fluss-bench --vs-flink`). Lower it where scans read remote
-        /// object storage; 0 looks up whenever the keys fit `max_lookup_keys`.
-        pub lookup_key_cost_rows: usize, default = 256
+        /// local disk): about 110 on the RPC test server (`fluss-bench --key-lookups`)
+        /// and 134 on a real Fluss cluster (`fluss-bench --vs-flink`). Lower it where
+        /// scans read remote object storage; 0 looks up whenever the keys fit
+        /// `max_lookup_keys`.
+        pub lookup_key_cost_rows: usize, default = 128
     }
 }
 

@@ -13,6 +13,7 @@ pub(crate) mod kv;
 pub(crate) mod layout;
 pub(crate) mod local_store;
 pub(crate) mod metadata;
+pub(crate) mod partition_name;
 mod writer;
 
 use std::fmt::Debug;

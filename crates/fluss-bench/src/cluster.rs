@@ -157,8 +157,8 @@ pub struct KeyLookupResult {
     pub rows: usize,
     /// The statement timed (`{key}` is each run's key).
     pub query: String,
-    /// `Lookuper::lookup` of one key (created once, warm; the cluster source's
-    /// lookup batch window of 2 ms), per key.
+    /// `Lookuper::lookup` of one key (created once, warm; a lookup batch window of
+    /// 2 ms), per key.
     pub lookuper: Timing,
     /// The statement, planned and executed in a warm session, per key.
     pub sql: Timing,
@@ -312,8 +312,8 @@ pub async fn measure_lookups(
         events,
         rows,
     } = tables;
-    // the lookup batch window the cluster source uses (2 ms; fluss-rs's default of
-    // 100 ms would make each single lookup wait for the rest of its window)
+    // a short lookup batch window (fluss-rs's default of 100 ms would make each single
+    // lookup wait for the rest of its window)
     let connection = FlussConnection::new(Config {
         bootstrap_servers: bootstrap_servers.to_string(),
         lookup_batch_timeout_ms: 2,

@@ -427,7 +427,7 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
         "\n## Key lookups on the cluster\n\n`customer` ({} rows) looked up by key, {} keys, \
          each in turn through SQL (`{}`, planned and executed in the warm session, answered \
          by the tablet servers' Lookup RPC) and through fluss-rs's own `Lookuper` (created \
-         once, the same 2 ms batch window). The enrichment join (`{}`) joins {} rows of a \
+         once, with a 2 ms batch window). The enrichment join (`{}`) joins {} rows of a \
          log table that is never tiered with `customer`, by batched lookups \
          (`fluss.key_lookups = true`, `fluss.lookup_key_cost_rows = 0`) and by scanning the union of its lake and \
          tail (`false`); both give the same answer.\n\n\
@@ -437,8 +437,8 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
          | `EXPLAIN` of the SQL lookup (table metadata request and planning) | {:.2} | |\n\
          | enrichment join by lookups | {:.1} | scanning / lookups {:.2}x |\n\
          | enrichment join by scanning | {:.1} | |\n\n\
-         By default (`fluss.lookup_key_cost_rows` = {}) the session plans this join \
-         as a **{}**.\n",
+         By default (`fluss.lookup_key_cost_rows` = {}) the session's plan for this \
+         join: **{}**.\n",
         l.rows,
         l.sql.samples_ms.len(),
         l.query,

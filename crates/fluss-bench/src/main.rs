@@ -15,6 +15,7 @@
 //! cargo run --bin fluss-bench -- --smoke --out /tmp/suite   # CI-sized, < 2 minutes
 //! cargo run --release --bin fluss-bench -- --vs-flink --sf 1 --out /tmp/vs-flink  # [`flink`]
 //! cargo run --release --bin fluss-bench -- --tpch --sf 1 --out /tmp/tpch  # [`tpch`]
+//! cargo run --release --bin fluss-bench -- --key-lookups --out /tmp/lookups  # test server
 //! ```
 //!
 //! Timings never fail the run; a query or a peer that cannot run does (exit code 1),
@@ -138,6 +139,10 @@ struct Args {
     /// (0: warm sessions only).
     #[arg(long, default_value_t = 0)]
     tpch_fresh_runs: usize,
+    /// Only the key-lookup benchmark on the RPC test server (point lookup and
+    /// enrichment join, SQL against fluss-rs's `Lookuper`), printed as JSON.
+    #[arg(long)]
+    key_lookups: bool,
     /// Only these `--tpch` queries (`q1,q6`; default all 22).
     #[arg(long, value_delimiter = ',')]
     tpch_queries: Vec<String>,
@@ -1271,6 +1276,27 @@ fn main() {
             &args.out,
         )) {
             Ok(_) => eprintln!("report: {}", args.out.join("report.md").display()),
+            Err(e) => {
+                eprintln!("fluss-bench: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    if args.key_lookups {
+        let root = args.out.join("key_lookup");
+        let _ = std::fs::remove_dir_all(&root);
+        let bench = cluster::key_lookup_bench(
+            &root,
+            cluster::KEY_LOOKUP_ROWS,
+            args.runs.max(50),
+            args.warmup.max(5),
+        );
+        let result = runtime.block_on(bench);
+        let _ = std::fs::remove_dir_all(&root);
+        match result.map(|r| serde_json::to_string_pretty(&r)) {
+            Ok(Ok(json)) => println!("{json}"),
+            Ok(Err(e)) => eprintln!("fluss-bench: {e}"),
             Err(e) => {
                 eprintln!("fluss-bench: {e}");
                 std::process::exit(1);

@@ -111,12 +111,18 @@ pub struct Faults {
     /// `None` leaves `leader_id` unset, `Some(-1)` is Fluss's "no leader", any other id
     /// a node that no tablet server listed has.
     pub leaders: Vec<(BucketRef, Option<i32>)>,
+    /// Errors answered to Lookup requests for a bucket: the first `n` lookups of it
+    /// (`None`: every one) get the error instead of values.
+    pub lookup_errors: Vec<(BucketRef, ApiError, Option<usize>)>,
 }
 
 impl Faults {
     /// Whether no fault is configured.
     pub fn is_empty(&self) -> bool {
-        self.fetch_connection.is_empty() && self.fetch_bucket.is_empty() && self.leaders.is_empty()
+        self.fetch_connection.is_empty()
+            && self.fetch_bucket.is_empty()
+            && self.leaders.is_empty()
+            && self.lookup_errors.is_empty()
     }
 
     /// Closes the connection instead of answering the matched FetchLog requests.
@@ -152,6 +158,29 @@ impl Faults {
         self.fetch_bucket
             .push((bucket, BucketFault::StretchBatch { base_offset, by }));
         self
+    }
+
+    /// Answers the first `times` Lookup requests for `bucket` (`None`: all of them)
+    /// with error `code` (e.g. 12 `NOT_LEADER_OR_FOLLOWER`, after which a client
+    /// learns the leader again and retries).
+    pub fn lookup_error(
+        mut self,
+        bucket: BucketRef,
+        code: i32,
+        message: impl Into<String>,
+        times: Option<usize>,
+    ) -> Self {
+        self.lookup_errors
+            .push((bucket, ApiError::new(code, message), times));
+        self
+    }
+
+    /// The error for the `nth` (1-based) Lookup of `bucket`, if any.
+    pub(crate) fn lookup_error_of(&self, bucket: BucketRef, nth: usize) -> Option<&ApiError> {
+        self.lookup_errors
+            .iter()
+            .find(|(b, _, times)| *b == bucket && times.is_none_or(|t| nth <= t))
+            .map(|(_, e, _)| e)
     }
 
     /// Reports `leader_id` as `bucket`'s leader in `MetaData` (see [`Faults::leaders`]).

@@ -108,6 +108,7 @@ impl TestServer {
             config,
             received: std::sync::Mutex::new(Vec::new()),
             fetches: FetchCounter::default(),
+            lookups: Default::default(),
             record_bytes_sent: Default::default(),
             kv: Default::default(),
         });
@@ -203,6 +204,8 @@ struct Shared {
     received: std::sync::Mutex<Vec<i16>>,
     /// FetchLog requests received, for [`crate::faults::FetchMatch::Nth`].
     fetches: FetchCounter,
+    /// Lookups received per bucket, for [`Faults::lookup_error`].
+    lookups: std::sync::Mutex<HashMap<BucketRef, usize>>,
     /// Bytes of log records sent in FetchLog answers.
     record_bytes_sent: std::sync::atomic::AtomicU64,
     /// The key-value state of each bucket looked up, with the high watermark of the
@@ -796,6 +799,18 @@ impl Connection {
                     let error = unknown_bucket(r.table_id, b.partition_id, b.bucket_id);
                     return answer(Some(error), Vec::new());
                 };
+                let at = BucketRef::new(r.table_id, b.partition_id, b.bucket_id);
+                let nth = match self.shared.lookups.lock() {
+                    Ok(mut counts) => {
+                        let n = counts.entry(at).or_default();
+                        *n += 1;
+                        *n
+                    }
+                    Err(_) => 0,
+                };
+                if let Some(e) = self.faults().lookup_error_of(at, nth) {
+                    return answer(Some(e.clone()), Vec::new());
+                }
                 match self.bucket_kv(database, name, table, b.partition_id, b.bucket_id) {
                     Ok(kv) => {
                         let values = b

@@ -381,3 +381,56 @@ async fn a_restarted_server_is_read_through_a_new_connection() {
     assert_eq!(row_count(&session, ALL_T).await, 7);
     assert_eq!(row_count(&session, ALL_TWO).await, 8);
 }
+
+/// `db.kv`: a primary-key table of one bucket, for key lookups.
+async fn kv_store() -> (tempfile::TempDir, Arc<LocalStore>) {
+    common::sql_store(&[
+        "CREATE DATABASE db",
+        "CREATE TABLE db.kv (id BIGINT NOT NULL, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '1')",
+        "INSERT INTO db.kv VALUES (1, 'a'), (2, 'b')",
+    ])
+    .await
+}
+
+/// Serves `db.kv` with its bucket answering Lookup with `code` the first `times`
+/// times (`None`: always).
+async fn serve_kv(store: &LocalStore, code: i32, times: Option<usize>) -> TestServer {
+    let model = load_local_store(store).await.expect("the store loads");
+    let id = model.table("db", "kv").expect("table").table_id;
+    let faults =
+        Faults::default().lookup_error(BucketRef::new(id, None, 0), code, "moved away", times);
+    serve_model(model, faults).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_answered_not_leader_learns_the_leader_again_once() {
+    let (_dir, store) = kv_store().await;
+    let code = FlussError::NotLeaderOrFollower.code();
+    const LOOKUP: &str = "SELECT v FROM db.kv WHERE id = 2";
+
+    // once: the lookup is sent again after the table's buckets are learned again
+    let served = serve_kv(&store, code, Some(1)).await;
+    let once = session(&served, None).await;
+    let plan = once.execute(&format!("EXPLAIN {LOOKUP}")).await.unwrap();
+    let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string();
+    assert!(plan.contains("FlussKeyLookupExec"), "{plan}");
+    assert_eq!(row_count(&once, LOOKUP).await, 1);
+
+    // always: an error naming the table, the bucket and the server's code
+    let served = serve_kv(&store, code, None).await;
+    let always = session(&served, None).await;
+    let error = query_error(&always, LOOKUP).await;
+    assert_names(
+        &error,
+        &[
+            "look up keys",
+            "moved away",
+            "table: db.kv",
+            "bucket: 0",
+            &format!("error_code: {code}"),
+        ],
+    );
+}

@@ -96,7 +96,11 @@ impl TabletConnection {
                 token,
             };
             connection
-                .request::<_, wire::AuthenticateResponse>(api_key::AUTHENTICATE, &request, timeout)
+                .request::<_, wire::AuthenticateResponse>(
+                    (api_key::AUTHENTICATE, 0),
+                    &request,
+                    timeout,
+                )
                 .await
                 .map_err(|e| {
                     Error::new(
@@ -113,9 +117,9 @@ impl TabletConnection {
 
     /// Sends `request` and reads its answer, giving up after `timeout` (a tablet server
     /// that stops answering must fail the read, not hang it).
-    async fn request<Req: prost::Message, Resp: prost::Message + Default>(
+    pub(super) async fn request<Req: prost::Message, Resp: prost::Message + Default>(
         &self,
-        api: i16,
+        (api, version): (i16, i16),
         request: &Req,
         timeout: Duration,
     ) -> Result<Resp> {
@@ -143,7 +147,7 @@ impl TabletConnection {
         // read skips; one dropped while reading may leave half of one.
         let mut guard = ReadGuard(&self.broken, false);
         let exchange = async {
-            wire::write_request(&mut *stream, api, 0, id, request).await?;
+            wire::write_request(&mut *stream, api, version, id, request).await?;
             wire::read_response(&mut *stream, id).await
         };
         let answer = match tokio::time::timeout(timeout, exchange).await {
@@ -302,7 +306,7 @@ impl BucketFetchReader {
         let timeout = self.fetch.request_timeout;
         let response: wire::FetchLogResponse = match self
             .connection
-            .request(api_key::FETCH_LOG, &request, timeout)
+            .request((api_key::FETCH_LOG, 0), &request, timeout)
             .await
         {
             Err(e) if e.context_value(IDLE_CLOSED).is_some() => {
@@ -316,7 +320,7 @@ impl BucketFetchReader {
                     .await?,
                 );
                 self.connection
-                    .request(api_key::FETCH_LOG, &request, timeout)
+                    .request((api_key::FETCH_LOG, 0), &request, timeout)
                     .await
             }
             answer => answer,
@@ -487,7 +491,7 @@ impl BucketFetchReader {
 /// `Errors`: `NOT_LEADER_OR_FOLLOWER` 12, `LEADER_NOT_AVAILABLE_EXCEPTION` 44,
 /// `UNKNOWN_TABLE_OR_BUCKET_EXCEPTION` 21): the metadata the read was planned with is
 /// stale. The codes come from fluss-rs's `FlussError`, which mirrors `Errors`.
-fn is_leadership_change(code: i32) -> bool {
+pub(super) fn is_leadership_change(code: i32) -> bool {
     code == error_code::UNKNOWN_TABLE_OR_BUCKET
         || matches!(
             FlussError::for_code(code),

@@ -33,7 +33,7 @@ use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::config::Config;
-use fluss::metadata::{PartitionInfo, TableBucket, TablePath};
+use fluss::metadata::{PartitionInfo, PhysicalTablePath, TableBucket, TableInfo, TablePath};
 use fluss::rpc::FlussError;
 use fluss::rpc::message::OffsetSpec;
 use futures::stream::BoxStream;
@@ -99,8 +99,10 @@ pub struct ClusterSource {
     request_timeout: Duration,
     /// The lake options, shared by every bucket read (remote log segments).
     storage_options: Arc<HashMap<String, String>>,
-    /// Key lookupers kept between statements.
-    lookupers: Arc<lookup::LookuperPool>,
+    /// Schema histories by (table id, latest schema id): a schema id's schema never
+    /// changes, so only a table's first statement under a new schema fetches the
+    /// older ones.
+    schemas: std::sync::Mutex<HashMap<(i64, i32), Arc<SchemaHistory>>>,
 }
 
 /// Open fetch connections by (tablet server address, stripe).
@@ -129,14 +131,14 @@ const DEFAULT_MAX_FETCH_BYTES: i32 = 1 << 20;
 /// Connections kept to each tablet server for log fetches.
 const CONNECTIONS_PER_SERVER: i32 = 4;
 
-/// How long fluss-rs's lookup sender waits for a batch of keys to fill. Its default
-/// (100 ms, Java's `client.lookup.batch-timeout`) suits many callers trickling single
-/// keys; the sender drains its queue in back-to-back windows of this length
-/// (`client/lookup/lookup_queue.rs`, `drain`), so one key waits for the rest of the
-/// current window. A statement enqueues all its keys at once, from concurrent
-/// lookupers, so a short window batches them as well, without the wait. (An idle
-/// sender wakes once per window.)
-const LOOKUP_BATCH_TIMEOUT_MS: u64 = 2;
+/// The Lookup request version sent: v1 carries keys encoded as the table's kv
+/// format version says (Paimon `BinaryRow` keys for format 2 tables with their own
+/// bucket key), which v0 servers reject for such tables (apache/fluss
+/// `ReplicaManager.validateClientVersionForPkTable`); every server from 0.9 takes it.
+const LOOKUP_API_VERSION: i16 = 1;
+
+/// Schema histories kept at most (then the cache starts over).
+const MAX_CACHED_SCHEMA_HISTORIES: usize = 1024;
 
 /// The default request timeout (Fluss's `client.request-timeout`).
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -198,7 +200,6 @@ impl ClusterSource {
         let handle = runtime.handle().clone();
         let mut config = Config {
             bootstrap_servers: options.bootstrap_servers.clone(),
-            lookup_batch_timeout_ms: LOOKUP_BATCH_TIMEOUT_MS,
             ..Default::default()
         };
         if let (Some(user), Some(password)) = (&options.sasl_username, &options.sasl_password) {
@@ -238,7 +239,7 @@ impl ClusterSource {
             admin,
             tablets: Default::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            lookupers: Default::default(),
+            schemas: Default::default(),
         })
     }
 
@@ -303,14 +304,86 @@ impl ClusterSource {
         }
     }
 
+    /// A table's current metadata, from a tablet server's metadata cache (a Metadata
+    /// request, as fluss-rs's writers and lookupers learn a table). fluss-rs's
+    /// `FlussAdmin::get_table_info` asks the coordinator, which reads ZooKeeper, and
+    /// then sends this same Metadata request as well (`client/admin.rs`): two round
+    /// trips and a ZooKeeper read for every statement. The tablet servers' cache is
+    /// what the coordinator pushes after every table change (`RpcServiceBase`
+    /// `processMetadataRequest`; a table missing from it is read from ZooKeeper
+    /// there), so a statement sees the table as the cluster's own clients do.
+    async fn table_info(&self, path: &TablePath) -> Result<TableInfo> {
+        let metadata = self.connection.get_metadata();
+        let owned = path.clone();
+        self.read_on_client(|| {
+            let (metadata, owned) = (metadata.clone(), owned.clone());
+            async move { metadata.update_table_metadata(&owned).await }
+        })
+        .await?
+        .map_err(client_error(
+            "cannot load the table",
+            &self.options.bootstrap_servers,
+        ))?;
+        if let Some(info) = metadata.get_cluster().opt_get_table(path) {
+            return Ok(info.clone());
+        }
+        // Not in the answer (it always is when the request succeeds): ask the
+        // coordinator.
+        let (admin, owned) = (self.admin.clone(), path.clone());
+        self.read_on_client(|| {
+            let (admin, owned) = (admin.clone(), owned.clone());
+            async move { admin.get_table_info(&owned).await }
+        })
+        .await?
+        .map_err(client_error(
+            "cannot load the table",
+            &self.options.bootstrap_servers,
+        ))
+    }
+
+    /// An older schema of a table (immutable once written, so its history is cached).
+    async fn table_schema(&self, path: &TablePath, id: i32) -> Result<fluss::metadata::Schema> {
+        let (admin, owned) = (self.admin.clone(), path.clone());
+        let schema = self
+            .read_on_client(|| {
+                let (admin, owned) = (admin.clone(), owned.clone());
+                async move { admin.get_table_schema(&owned, Some(id)).await }
+            })
+            .await?
+            .map_err(|e| {
+                client_error(
+                    "cannot load a schema of the table",
+                    &self.options.bootstrap_servers,
+                )(e)
+                .with_context("schema_id", id)
+            })?;
+        Ok(schema.into_parts().0)
+    }
+
     /// The connection to the leader of a bucket (made once per server).
     async fn leader(
         &self,
         table: &FlussTable,
         bucket: &BucketLocation,
     ) -> Result<Arc<TabletConnection>> {
-        let table_bucket =
-            TableBucket::new_with_partition(table.table_id(), bucket.partition_id(), bucket.bucket);
+        let address = self
+            .leader_address(table, bucket.partition_id(), bucket.bucket)
+            .await?;
+        // One exchange at a time per connection: the buckets of a scan read in
+        // parallel, so each server gets a few connections, striped by bucket.
+        self.tablet(address, bucket.bucket.rem_euclid(CONNECTIONS_PER_SERVER))
+            .await
+    }
+
+    /// The address of a bucket's leader, from the client's metadata (asked for when
+    /// the client does not know it).
+    async fn leader_address(
+        &self,
+        table: &FlussTable,
+        partition_id: Option<i64>,
+        bucket: i32,
+    ) -> Result<String> {
+        let table_bucket = TableBucket::new_with_partition(table.table_id(), partition_id, bucket);
         let metadata = self.connection.get_metadata();
         let path = table.path.clone();
         let leader = self
@@ -327,29 +400,120 @@ impl ClusterSource {
             .ok_or_else(|| {
                 Error::new(ErrorKind::Cluster, "the bucket has no leader")
                     .with_context("table", table.path.to_string())
-                    .with_context("bucket", bucket.bucket)
+                    .with_context("bucket", bucket)
             })?;
-        let address = leader.url();
-        // One exchange at a time per connection: the buckets of a scan read in
-        // parallel, so each server gets a few connections, striped by bucket.
-        let key = (
-            address.clone(),
-            bucket.bucket.rem_euclid(CONNECTIONS_PER_SERVER),
-        );
+        Ok(leader.url())
+    }
+
+    /// Connection `stripe` to the tablet server at `address` (made once, and again
+    /// when broken).
+    async fn tablet(&self, address: String, stripe: i32) -> Result<Arc<TabletConnection>> {
         let tablets = self.tablets.clone();
         let credentials = self.credentials();
         let timeout = self.request_timeout;
         self.on_client(async move {
             let mut tablets = tablets.lock().await;
+            let key = (address, stripe);
             if let Some(c) = tablets.get(&key).filter(|c| !c.is_broken()) {
                 return Ok(c.clone());
             }
             let connection =
-                Arc::new(TabletConnection::connect(&address, credentials.as_ref(), timeout).await?);
+                Arc::new(TabletConnection::connect(&key.0, credentials.as_ref(), timeout).await?);
             tablets.insert(key, connection.clone());
             Ok(connection)
         })
         .await?
+    }
+
+    /// The partition id of every name (`None`: no such partition), from the client's
+    /// metadata.
+    async fn partition_ids(
+        &self,
+        table: &FlussTable,
+        names: &[String],
+    ) -> Result<Vec<Option<i64>>> {
+        let metadata = self.connection.get_metadata();
+        let mut ids: HashMap<&str, Option<i64>> = HashMap::new();
+        for name in names {
+            if ids.contains_key(name.as_str()) {
+                continue;
+            }
+            let path =
+                PhysicalTablePath::of_partitioned(Arc::new(table.path.clone()), Some(name.clone()));
+            let id = self
+                .read_on_client(|| {
+                    let (metadata, path) = (metadata.clone(), path.clone());
+                    async move { metadata.check_and_update_partition_metadata(&path).await }
+                })
+                .await?
+                .map_err(|e| {
+                    client_error("cannot find a partition", &self.options.bootstrap_servers)(e)
+                        .with_context("partition", name)
+                })?;
+            ids.insert(name, id);
+        }
+        Ok(names
+            .iter()
+            .map(|n| ids.get(n.as_str()).copied().flatten())
+            .collect())
+    }
+
+    /// Sends the keys to their buckets' leaders, one Lookup request per server, all at
+    /// once, and returns the rows found (in no particular order).
+    async fn send_lookups(
+        &self,
+        table: &FlussTable,
+        keys: &lookup::KeysByBucket,
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut by_server: HashMap<String, Vec<wire::PbLookupReqForBucket>> = HashMap::new();
+        for ((partition_id, bucket), keys) in keys {
+            let address = self.leader_address(table, *partition_id, *bucket).await?;
+            by_server
+                .entry(address)
+                .or_default()
+                .push(wire::PbLookupReqForBucket {
+                    partition_id: *partition_id,
+                    bucket_id: *bucket,
+                    keys: keys.clone(),
+                });
+        }
+        let timeout = self.request_timeout;
+        let requests = by_server
+            .into_iter()
+            .map(|(address, buckets_req)| async move {
+                // a stripe of its own, beside the scans' fetches
+                let connection = self.tablet(address, CONNECTIONS_PER_SERVER).await?;
+                let request = wire::LookupRequest {
+                    table_id: table.table_id(),
+                    buckets_req,
+                };
+                connection
+                    .request::<_, wire::LookupResponse>(
+                        (wire::api_key::LOOKUP, LOOKUP_API_VERSION),
+                        &request,
+                        timeout,
+                    )
+                    .await
+            });
+        let mut rows = Vec::new();
+        for response in futures::future::try_join_all(requests).await? {
+            for bucket in response.buckets_resp {
+                if let Some(code) = bucket.error_code.filter(|c| *c != 0) {
+                    return Err(Error::new(
+                        ErrorKind::Cluster,
+                        format!(
+                            "the tablet server could not look up keys: {}",
+                            bucket.error_message.as_deref().unwrap_or("no message")
+                        ),
+                    )
+                    .with_context("table", table.path.to_string())
+                    .with_context("bucket", bucket.bucket_id)
+                    .with_context("error_code", code));
+                }
+                rows.extend(bucket.values.into_iter().filter_map(|v| v.values));
+            }
+        }
+        Ok(rows)
     }
 
     /// Offsets of `spec` for the buckets of one partition (or of the table).
@@ -427,47 +591,41 @@ impl FlussSource for ClusterSource {
 
     async fn get_table(&self, path: &TablePath) -> Result<FlussTable> {
         let context = |e: Error| e.with_context("table", path.to_string());
-        let (admin, owned) = (self.admin.clone(), path.clone());
-        let info = self
-            .read_on_client(|| {
-                let (admin, owned) = (admin.clone(), owned.clone());
-                async move { admin.get_table_info(&owned).await }
-            })
-            .await?
-            .map_err(|e| {
-                context(client_error(
-                    "cannot load the table",
-                    &self.options.bootstrap_servers,
-                )(e))
-            })?;
-        // Every schema a batch may carry: ids run from 1 to the latest.
-        let mut history = SchemaHistory::default();
-        for id in 1..=info.get_schema_id() {
-            let schema = if id == info.get_schema_id() {
-                info.get_schema().clone()
-            } else {
-                let (admin, owned) = (self.admin.clone(), path.clone());
-                self.read_on_client(|| {
-                    let (admin, owned) = (admin.clone(), owned.clone());
-                    async move { admin.get_table_schema(&owned, Some(id)).await }
-                })
-                .await?
-                .map_err(|e| {
-                    context(client_error(
-                        "cannot load a schema of the table",
-                        &self.options.bootstrap_servers,
-                    )(e))
-                    .with_context("schema_id", id)
-                })?
-                .into_parts()
-                .0
-            };
-            history.insert(SchemaVersion::new(id, schema).map_err(context)?);
-        }
+        let info = self.table_info(path).await.map_err(context)?;
+        let latest = info.get_schema_id();
+        let key = (info.get_table_id(), latest);
+        let cached = self
+            .schemas
+            .lock()
+            .ok()
+            .and_then(|schemas| schemas.get(&key).cloned());
+        let schemas = match cached {
+            Some(history) => history,
+            None => {
+                // Every schema a batch may carry: ids run from 1 to the latest.
+                let mut history = SchemaHistory::default();
+                for id in 1..=latest {
+                    let schema = if id == latest {
+                        info.get_schema().clone()
+                    } else {
+                        self.table_schema(path, id).await.map_err(context)?
+                    };
+                    history.insert(SchemaVersion::new(id, schema).map_err(context)?);
+                }
+                let history = Arc::new(history);
+                if let Ok(mut schemas) = self.schemas.lock() {
+                    if schemas.len() >= MAX_CACHED_SCHEMA_HISTORIES {
+                        schemas.clear();
+                    }
+                    schemas.insert(key, history.clone());
+                }
+                history
+            }
+        };
         let table = FlussTable {
             path: path.clone(),
             info,
-            schemas: Arc::new(history),
+            schemas,
         };
         table.validate().map_err(context)?;
         Ok(table)
@@ -638,38 +796,38 @@ impl FlussSource for ClusterSource {
 
     async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
         let context = |e: Error| e.with_context("table", table.path.to_string());
-        let latest = table.schemas.latest().map_err(context)?;
-        let key_type = table
-            .info
-            .row_type()
-            .project_with_field_names(table.info.get_primary_keys())
-            .map_err(|e| context(Error::internal("cannot type the primary key").with_source(e)))?;
-        let call = lookup::LookupCall {
-            connection: self.connection.clone(),
-            pool: self.lookupers.clone(),
-            path: table.path.clone(),
-            table: (table.table_id(), latest.id),
-            key_type: Arc::new(key_type),
-            keys: Arc::new(keys.clone()),
+        let partitions = match lookup::partition_names(&table.info, keys).map_err(context)? {
+            Some(names) => Some(self.partition_ids(table, &names).await.map_err(context)?),
+            None => None,
         };
-        let batches = self
-            .read_on_client(|| lookup::lookup(call.clone()))
-            .await?
-            .map_err(|e| {
-                context(client_error(
-                    "cannot look up keys",
-                    &self.options.bootstrap_servers,
-                )(e))
-            })?;
-        lookup::as_table_batch(&latest.arrow, &batches).map_err(|e| {
-            context(
-                Error::new(
-                    ErrorKind::DataInvalid,
-                    "a looked-up row does not fit the table's schema",
-                )
-                .with_source(e),
-            )
-        })
+        let by_bucket =
+            lookup::encode_keys(&table.info, keys, partitions.as_deref()).map_err(context)?;
+        let rows = match self.send_lookups(table, &by_bucket).await {
+            // A bucket moved (a leader changed): learn the table's buckets again and
+            // send once more, as fluss-rs's lookup sender retries.
+            Err(e)
+                if e.context_value("error_code")
+                    .and_then(|c| c.parse().ok())
+                    .is_some_and(fetch::is_leadership_change) =>
+            {
+                let metadata = self.connection.get_metadata();
+                let path = table.path.clone();
+                self.read_on_client(|| {
+                    let (metadata, path) = (metadata.clone(), path.clone());
+                    async move { metadata.update_table_metadata(&path).await }
+                })
+                .await?
+                .map_err(|e| {
+                    context(client_error(
+                        "cannot load the table",
+                        &self.options.bootstrap_servers,
+                    )(e))
+                })?;
+                self.send_lookups(table, &by_bucket).await?
+            }
+            answer => answer?,
+        };
+        lookup::decode_rows(table, rows).map_err(context)
     }
 
     async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {

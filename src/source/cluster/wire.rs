@@ -1,5 +1,6 @@
 //! The client side of the Fluss RPC protocol for the requests this crate sends itself
-//! (FetchLog, and SASL/PLAIN's Authenticate): frames and the protobuf messages.
+//! (FetchLog, Lookup, and SASL/PLAIN's Authenticate): frames and the protobuf
+//! messages.
 //!
 //! fluss-rs 1.0 keeps its messages crate-private (`pub(crate) mod proto`) and its
 //! connection's `request` too, so a raw FetchLog (whose `records` bytes this crate
@@ -28,6 +29,8 @@ use crate::error::{Error, ErrorKind, Result};
 pub mod api_key {
     /// FetchLog.
     pub const FETCH_LOG: i16 = 1015;
+    /// Lookup (primary keys, answered from the KV store).
+    pub const LOOKUP: i16 = 1017;
     /// Authenticate (SASL).
     pub const AUTHENTICATE: i16 = 1038;
 }
@@ -107,6 +110,56 @@ pub struct PbFetchLogReqForTable {
     pub filter_predicate: Option<PbPredicate>,
     #[prost(int32, optional, tag = "6")]
     pub filter_schema_id: Option<i32>,
+}
+
+/// `LookupRequest`: plain reads (fields 3..5 are for lookups that insert missing keys).
+#[derive(Clone, PartialEq, Message)]
+pub struct LookupRequest {
+    #[prost(int64, required, tag = "1")]
+    pub table_id: i64,
+    #[prost(message, repeated, tag = "2")]
+    pub buckets_req: Vec<PbLookupReqForBucket>,
+}
+
+/// `PbLookupReqForBucket`: the encoded primary keys of one bucket (fields 4 and 5 are
+/// for lookups in historical partitions).
+#[derive(Clone, PartialEq, Message)]
+pub struct PbLookupReqForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(bytes = "vec", repeated, tag = "3")]
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// `LookupResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct LookupResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub buckets_resp: Vec<PbLookupRespForBucket>,
+}
+
+/// `PbLookupRespForBucket`: one value per key asked, in order.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbLookupRespForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(int32, optional, tag = "3")]
+    pub error_code: Option<i32>,
+    #[prost(string, optional, tag = "4")]
+    pub error_message: Option<String>,
+    #[prost(message, repeated, tag = "5")]
+    pub values: Vec<PbValue>,
+}
+
+/// `PbValue`: a row (`schema id | row bytes`), absent when the key has none.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbValue {
+    #[prost(bytes = "vec", optional, tag = "1")]
+    pub values: Option<Vec<u8>>,
 }
 
 /// `PbPredicate`: `type` 0 is a leaf, 1 a compound.

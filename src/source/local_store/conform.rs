@@ -1,49 +1,14 @@
-//! Shaping rows to write: input batches cast to the table's Arrow schema, delete keys,
-//! and partition names rendered from values.
+//! Shaping rows to write: input batches cast to the table's Arrow schema, and delete
+//! keys.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
+use datafusion::arrow::array::{Array, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 
 use crate::cast::{batch_of, column_as};
 use crate::error::{Error, ErrorKind, Result};
-use crate::source::layout::validate_partition_name;
-
-/// Renders one partition value as Fluss names partitions (`PartitionUtils`).
-pub(super) fn partition_value(column: &ArrayRef, row: usize) -> Result<String> {
-    if column.is_null(row) {
-        return Err(Error::invalid_input(
-            "partition column values must not be null",
-        ));
-    }
-    let value = match column.data_type() {
-        ArrowType::Utf8
-        | ArrowType::LargeUtf8
-        | ArrowType::Utf8View
-        | ArrowType::Boolean
-        | ArrowType::Int8
-        | ArrowType::Int16
-        | ArrowType::Int32
-        | ArrowType::Int64
-        | ArrowType::Date32 => {
-            let s = cast(&column.slice(row, 1), &ArrowType::Utf8)?;
-            let s = s
-                .as_any()
-                .downcast_ref::<datafusion::arrow::array::StringArray>()
-                .ok_or_else(|| Error::internal("cast to string failed"))?;
-            s.value(0).to_string()
-        }
-        other => {
-            return Err(Error::unsupported(format!(
-                "partition columns of type {other} are not supported by the LocalStore writer"
-            )));
-        }
-    };
-    validate_partition_name(&value)?;
-    Ok(value)
-}
 
 /// Makes `batch` match the table's Arrow schema: columns by name, cast where needed,
 /// missing nullable columns filled with nulls, NOT NULL columns checked.

@@ -21,7 +21,7 @@ use futures::TryStreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::MutexGuard;
 
-use super::conform::{conform_batch, conform_keys, partition_value};
+use super::conform::{conform_batch, conform_keys};
 use super::intent::{IntentBucket, WriteIntent};
 use super::{LocalStore, WriteResult, now_millis};
 use crate::error::{Error, Result};
@@ -33,6 +33,7 @@ use crate::log::{
 };
 use crate::source::bucketing::BucketAssigner;
 use crate::source::kv::KeyValueState;
+use crate::source::partition_name::partition_name;
 use crate::source::{BucketLocation, FlussSource, FlussTable};
 use crate::storage::WriterLock;
 
@@ -490,11 +491,10 @@ impl LocalStore {
             .collect::<Result<Vec<_>>>()?;
         let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for row in 0..batch.num_rows() {
-            let values = columns
-                .iter()
-                .map(|c| partition_value(c, row))
-                .collect::<Result<Vec<_>>>()?;
-            groups.entry(values.join("$")).or_default().push(row as u32);
+            groups
+                .entry(partition_name(&columns, row)?)
+                .or_default()
+                .push(row as u32);
         }
         let mut out = Vec::new();
         for (name, rows) in groups {
