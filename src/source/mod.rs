@@ -14,6 +14,7 @@ pub(crate) mod layout;
 pub(crate) mod local_store;
 pub(crate) mod metadata;
 pub(crate) mod partition_name;
+pub mod prefetch;
 mod writer;
 
 use std::fmt::Debug;
@@ -198,6 +199,16 @@ pub trait FlussSource: Debug + Send + Sync {
 
     /// A table's metadata.
     async fn get_table(&self, path: &TablePath) -> Result<FlussTable>;
+
+    /// The current metadata of several tables at once, for the statement about to be
+    /// planned ([`prefetch::with_tables_prefetched`]). Sources whose `get_table`
+    /// costs no round trip answer nothing (the default).
+    async fn prefetch_tables(
+        &self,
+        _paths: &[TablePath],
+    ) -> Result<std::collections::HashMap<TablePath, TableInfo>> {
+        Ok(std::collections::HashMap::new())
+    }
 
     /// Partitions of a partitioned table.
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>>;

@@ -48,6 +48,8 @@ use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
 use crate::provider::{FlussCatalog, FlussOptions, LookupJoinRule};
+use crate::source::layout::validate_name;
+use crate::source::prefetch::with_tables_prefetched;
 use crate::source::{FlussSource, FlussWriter};
 
 /// The catalog name the session registers the store under.
@@ -413,7 +415,22 @@ impl FlussSession {
     pub async fn query(&self, sql: &str) -> Result<StatementResult> {
         // an error of an earlier listing is not this statement's
         self.catalog.take_listing_error();
-        let df = self.ctx.sql(sql).await.map_err(from_datafusion)?;
+        // `SessionContext::sql`, with the statement's Fluss tables fetched together
+        let state = self.ctx.state();
+        let dialect = state.config().options().sql_parser.dialect;
+        let statement = state
+            .sql_to_statement(sql, &dialect)
+            .map_err(from_datafusion)?;
+        let tables = self.fluss_tables_of(&state, &statement)?;
+        let planning = state.statement_to_plan(statement);
+        let plan = with_tables_prefetched(self.source.as_ref(), &tables, planning)
+            .await
+            .map_err(from_datafusion)?;
+        let df = self
+            .ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(from_datafusion)?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let batches = df.collect().await.map_err(from_datafusion)?;
         if let Some(e) = self.catalog.take_listing_error() {
@@ -424,6 +441,40 @@ impl FlussSession {
             batches,
             notice: None,
         })
+    }
+
+    /// The Fluss tables a statement names (a virtual table names its base table),
+    /// resolved as DataFusion resolves them.
+    fn fluss_tables_of(
+        &self,
+        state: &datafusion::execution::SessionState,
+        statement: &datafusion::sql::parser::Statement,
+    ) -> Result<Vec<TablePath>> {
+        let options = state.config().options();
+        let (catalog, database) = (
+            options.catalog.default_catalog.as_str(),
+            options.catalog.default_schema.as_str(),
+        );
+        let mut paths: Vec<TablePath> = Vec::new();
+        for reference in state
+            .resolve_table_references(statement)
+            .map_err(from_datafusion)?
+        {
+            let resolved = reference.resolve(catalog, database);
+            let base = resolved.table.split('$').next().unwrap_or_default();
+            if *resolved.catalog != *CATALOG
+                || *resolved.schema == *"information_schema"
+                || validate_name("database", &resolved.schema).is_err()
+                || validate_name("table", base).is_err()
+            {
+                continue;
+            }
+            let path = TablePath::new(resolved.schema.as_ref(), base);
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        Ok(paths)
     }
 
     /// Resolves `t`, `db.t` or `fluss.db.t` against the current database.

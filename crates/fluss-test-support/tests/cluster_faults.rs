@@ -232,7 +232,7 @@ async fn metadata_without_a_leader_for_a_bucket_is_an_error_naming_it() {
         .await;
         let session = session(&served, None).await;
         let error = query_error(&session, ALL_TWO).await;
-        assert_names(&error, &["table: db.two", "bucket=1"]);
+        assert_names(&error, &["table: db.two", "bucket: 1", "no leader"]);
         assert_eq!(row_count(&session, ALL_T).await, 7, "leader {leader:?}");
     }
 }

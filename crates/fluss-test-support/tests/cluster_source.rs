@@ -312,3 +312,33 @@ async fn filters_go_to_the_server_which_leaves_out_batches_that_cannot_match() {
         sent(sql).await;
     }
 }
+
+/// Fluss's `MetaData` API key.
+const METADATA: i16 = 1012;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_fetches_the_metadata_of_its_tables_in_one_request() {
+    let (_dir, store) = store().await;
+    let server = serve(&store, ServerConfig::default()).await;
+    let source = Arc::new(ClusterSource::connect(options(&server)).await.unwrap());
+    let local = FlussSession::new(store.clone()).await.unwrap();
+    let remote = FlussSession::new(source).await.unwrap();
+    let join = "SELECT l.id, l.name, k.v, p.tag FROM db.logs l \
+                LEFT JOIN db.kv k ON l.id = k.id LEFT JOIN db.plain p ON p.id = l.id \
+                ORDER BY l.id";
+    let want = render(&local.execute(join).await.unwrap());
+    assert_eq!(render(&remote.execute(join).await.unwrap()), want);
+    // warm: the buckets' leaders are known, so the three tables cost one request
+    server.clear_received_api_keys();
+    assert_eq!(render(&remote.execute(join).await.unwrap()), want);
+    let keys = server.received_api_keys();
+    let requests = keys.iter().filter(|k| **k == METADATA).count();
+    assert_eq!(requests, 1, "{keys:?}");
+    // a name that is no Fluss table: the tables are fetched one by one, and the
+    // statement fails naming it
+    let error = remote
+        .execute("SELECT count(*) FROM db.logs, db.nosuch")
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("nosuch"), "{error}");
+}

@@ -180,6 +180,11 @@ impl TabletConnection {
 /// request was sent (so sending it on a new connection sends it once).
 const IDLE_CLOSED: &str = "closed_while_idle";
 
+/// Whether `error` says the connection was found closed before anything was sent.
+pub(super) fn closed_while_idle(error: &Error) -> bool {
+    error.context_value(IDLE_CLOSED).is_some()
+}
+
 /// Whether the peer closed `stream` (end of stream or a reset waiting to be read),
 /// without waiting and without consuming anything: bytes waiting to be read (an
 /// answer a dropped request left) mean it is open.

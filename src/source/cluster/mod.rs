@@ -11,11 +11,13 @@
 //! error naming the bucket and offset.
 //!
 //! ```text
-//!   FlussAdmin (fluss-rs) ── databases, tables, schemas, partitions,
-//!                            readable lake snapshot, list offsets (one request per
-//!                            partition and spec, all buckets at once)
-//!   Metadata (fluss-rs) ──── bucket leader ──> TabletConnection ── FetchLog ──>
-//!                            LogBatch framing ──> LogCursor (CRC, contiguity, decode)
+//!   FlussAdmin (fluss-rs) ── databases, older schemas, partitions, readable lake
+//!                            snapshot
+//!   Metadata (fluss-rs) ──── tables (a tablet server's cache), bucket leaders
+//!                            ──> TabletConnection ── FetchLog ──> LogBatch framing
+//!                                ──> LogCursor (CRC, contiguity, decode)
+//!                            ──> TabletConnection ── ListOffsets (both ends at once),
+//!                                Lookup (one request per server)
 //! ```
 
 mod fetch;
@@ -35,7 +37,6 @@ use fluss::client::{FlussAdmin, FlussConnection};
 use fluss::config::Config;
 use fluss::metadata::{PartitionInfo, PhysicalTablePath, TableBucket, TableInfo, TablePath};
 use fluss::rpc::FlussError;
-use fluss::rpc::message::OffsetSpec;
 use futures::stream::BoxStream;
 
 use self::fetch::{BucketFetch, BucketFetchReader, PlainCredentials, TabletConnection};
@@ -128,7 +129,8 @@ impl fmt::Debug for ClusterSource {
 /// The default of [`ClusterOptions::max_fetch_bytes`].
 const DEFAULT_MAX_FETCH_BYTES: i32 = 1 << 20;
 
-/// Connections kept to each tablet server for log fetches.
+/// Connections kept to each tablet server for log fetches (lookups and the two ends of
+/// ListOffsets get one each beside them).
 const CONNECTIONS_PER_SERVER: i32 = 4;
 
 /// The Lookup request version sent: v1 carries keys encoded as the table's kv
@@ -313,6 +315,9 @@ impl ClusterSource {
     /// `processMetadataRequest`; a table missing from it is read from ZooKeeper
     /// there), so a statement sees the table as the cluster's own clients do.
     async fn table_info(&self, path: &TablePath) -> Result<TableInfo> {
+        if let Some(info) = super::prefetch::prefetched(path) {
+            return Ok(info);
+        }
         let metadata = self.connection.get_metadata();
         let owned = path.clone();
         self.read_on_client(|| {
@@ -425,6 +430,26 @@ impl ClusterSource {
         .await?
     }
 
+    /// Sends `request` on connection `stripe` to `address`, and once more on a new
+    /// connection when the server had closed the old one while it was idle (a
+    /// restarted server: nothing was sent).
+    async fn exchange<Req: prost::Message, Resp: prost::Message + Default>(
+        &self,
+        address: &str,
+        stripe: i32,
+        api: (i16, i16),
+        request: &Req,
+    ) -> Result<Resp> {
+        let connection = self.tablet(address.to_string(), stripe).await?;
+        match connection.request(api, request, self.request_timeout).await {
+            Err(e) if fetch::closed_while_idle(&e) => {
+                let connection = self.tablet(address.to_string(), stripe).await?;
+                connection.request(api, request, self.request_timeout).await
+            }
+            answer => answer,
+        }
+    }
+
     /// The partition id of every name (`None`: no such partition), from the client's
     /// metadata.
     async fn partition_ids(
@@ -477,23 +502,21 @@ impl ClusterSource {
                     keys: keys.clone(),
                 });
         }
-        let timeout = self.request_timeout;
         let requests = by_server
             .into_iter()
             .map(|(address, buckets_req)| async move {
-                // a stripe of its own, beside the scans' fetches
-                let connection = self.tablet(address, CONNECTIONS_PER_SERVER).await?;
                 let request = wire::LookupRequest {
                     table_id: table.table_id(),
                     buckets_req,
                 };
-                connection
-                    .request::<_, wire::LookupResponse>(
-                        (wire::api_key::LOOKUP, LOOKUP_API_VERSION),
-                        &request,
-                        timeout,
-                    )
-                    .await
+                // a stripe of its own, beside the scans' fetches
+                self.exchange::<_, wire::LookupResponse>(
+                    &address,
+                    CONNECTIONS_PER_SERVER,
+                    (wire::api_key::LOOKUP, LOOKUP_API_VERSION),
+                    &request,
+                )
+                .await
             });
         let mut rows = Vec::new();
         for response in futures::future::try_join_all(requests).await? {
@@ -516,43 +539,105 @@ impl ClusterSource {
         Ok(rows)
     }
 
-    /// Offsets of `spec` for the buckets of one partition (or of the table).
-    async fn offsets(
+    /// The earliest offset and high watermark of `buckets`: ListOffsets requests
+    /// sent straight to each bucket's leader, for both ends and every partition at
+    /// once. (fluss-rs's `FlussAdmin::list_offsets` refreshes the table's metadata
+    /// before every call, as Java's does, then asks for one end of one partition:
+    /// four round trips one after another per partition, where the statement has
+    /// just fetched the table's metadata.)
+    async fn list_offsets(
         &self,
         table: &FlussTable,
-        partition: Option<&str>,
-        buckets: &[i32],
-        spec: OffsetSpec,
-    ) -> Result<HashMap<i32, i64>> {
-        let (admin, path, buckets) = (self.admin.clone(), table.path.clone(), buckets.to_vec());
-        let partition = partition.map(str::to_string);
-        let result = self
-            .read_on_client(|| {
-                let (admin, path, buckets, partition, spec) = (
-                    admin.clone(),
-                    path.clone(),
-                    buckets.clone(),
-                    partition.clone(),
-                    spec.clone(),
-                );
+        buckets: &[BucketLocation],
+    ) -> Result<Vec<BucketOffsets>> {
+        // leaders one after the other: a leader the client does not know refreshes the
+        // table's or the partition's metadata, and refreshes running side by side can
+        // drop each other's bucket leaders from the shared cluster view
+        let mut by_server: BTreeMap<(String, Option<i64>), Vec<i32>> = BTreeMap::new();
+        for b in buckets {
+            let address = self
+                .leader_address(table, b.partition_id(), b.bucket)
+                .await?;
+            by_server
+                .entry((address, b.partition_id()))
+                .or_default()
+                .push(b.bucket);
+        }
+        let requests = by_server.iter().flat_map(|((address, partition_id), ids)| {
+            [wire::offset_type::EARLIEST, wire::offset_type::LATEST].map(|offset_type| {
+                let request = wire::ListOffsetsRequest {
+                    follower_server_id: -1,
+                    offset_type,
+                    table_id: table.table_id(),
+                    partition_id: *partition_id,
+                    bucket_id: ids.clone(),
+                };
                 async move {
-                    match partition {
-                        None => admin.list_offsets(&path, &buckets, spec).await,
-                        Some(name) => {
-                            admin
-                                .list_partition_offsets(&path, &name, &buckets, spec)
-                                .await
-                        }
-                    }
+                    // stripes of their own beside the scans' fetches, one per end so
+                    // that both go out together
+                    let stripe = CONNECTIONS_PER_SERVER + 1 + offset_type;
+                    let response: wire::ListOffsetsResponse = self
+                        .exchange(address, stripe, (wire::api_key::LIST_OFFSETS, 0), &request)
+                        .await?;
+                    Ok::<_, Error>((*partition_id, offset_type, response))
                 }
             })
-            .await?;
-        result.map_err(|e| {
-            client_error(
-                "cannot list the table's offsets",
-                &self.options.bootstrap_servers,
-            )(e)
-            .with_context("table", table.path.to_string())
+        });
+        // (earliest, high watermark) by (partition id, bucket)
+        type Ends = (Option<i64>, Option<i64>);
+        let mut found: HashMap<(Option<i64>, i32), Ends> = HashMap::new();
+        for (partition_id, offset_type, response) in futures::future::try_join_all(requests).await?
+        {
+            for bucket in response.buckets_resp {
+                if let Some(code) = bucket.error_code.filter(|c| *c != 0) {
+                    return Err(Error::new(
+                        ErrorKind::Cluster,
+                        format!(
+                            "the tablet server could not list the bucket's offsets: {}",
+                            bucket.error_message.as_deref().unwrap_or("no message")
+                        ),
+                    )
+                    .with_context("table", table.path.to_string())
+                    .with_context("bucket", bucket.bucket_id)
+                    .with_context("error_code", code));
+                }
+                let ends = found.entry((partition_id, bucket.bucket_id)).or_default();
+                if offset_type == wire::offset_type::EARLIEST {
+                    ends.0 = bucket.offset;
+                } else {
+                    ends.1 = bucket.offset;
+                }
+            }
+        }
+        buckets
+            .iter()
+            .map(|b| match found.get(&(b.partition_id(), b.bucket)) {
+                Some((Some(earliest), Some(high_watermark))) => Ok(BucketOffsets {
+                    earliest: *earliest,
+                    high_watermark: *high_watermark,
+                }),
+                _ => Err(Error::new(
+                    ErrorKind::Cluster,
+                    "the cluster listed no offsets for a bucket",
+                )
+                .with_context("table", table.path.to_string())
+                .with_context("bucket", b.bucket)),
+            })
+            .collect()
+    }
+
+    /// Learns a table's buckets and their leaders again (a leader moved).
+    async fn refresh_table_metadata(&self, table: &FlussTable) -> Result<()> {
+        let metadata = self.connection.get_metadata();
+        let path = table.path.clone();
+        self.read_on_client(|| {
+            let (metadata, path) = (metadata.clone(), path.clone());
+            async move { metadata.update_table_metadata(&path).await }
+        })
+        .await?
+        .map_err(|e| {
+            client_error("cannot load the table", &self.options.bootstrap_servers)(e)
+                .with_context("table", table.path.to_string())
         })
     }
 }
@@ -631,6 +716,36 @@ impl FlussSource for ClusterSource {
         Ok(table)
     }
 
+    /// One Metadata request for every table (a tablet server answers from its cache,
+    /// as [`ClusterSource::table_info`] does for one).
+    async fn prefetch_tables(&self, paths: &[TablePath]) -> Result<HashMap<TablePath, TableInfo>> {
+        let metadata = self.connection.get_metadata();
+        let owned = paths.to_vec();
+        self.read_on_client(|| {
+            let (metadata, owned) = (metadata.clone(), owned.clone());
+            async move {
+                let paths: std::collections::HashSet<&TablePath> = owned.iter().collect();
+                metadata
+                    .update_tables_metadata(&paths, &Default::default(), Vec::new())
+                    .await
+            }
+        })
+        .await?
+        .map_err(client_error(
+            "cannot load the tables",
+            &self.options.bootstrap_servers,
+        ))?;
+        let cluster = metadata.get_cluster();
+        Ok(paths
+            .iter()
+            .filter_map(|p| {
+                cluster
+                    .opt_get_table(p)
+                    .map(|info| (p.clone(), info.clone()))
+            })
+            .collect())
+    }
+
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
         let (admin, path) = (self.admin.clone(), table.path.clone());
         self.read_on_client(|| {
@@ -705,53 +820,19 @@ impl FlussSource for ClusterSource {
         table: &FlussTable,
         buckets: &[BucketLocation],
     ) -> Result<Vec<BucketOffsets>> {
-        // One earliest and one latest request per partition, for all its buckets.
-        let mut by_partition: BTreeMap<Option<&str>, Vec<i32>> = BTreeMap::new();
-        for b in buckets {
-            by_partition
-                .entry(b.partition.as_ref().map(|(_, n)| n.as_str()))
-                .or_default()
-                .push(b.bucket);
-        }
-        let mut found: HashMap<(Option<&str>, i32), BucketOffsets> = HashMap::new();
-        for (partition, ids) in &by_partition {
-            // One after the other: each fluss-rs call refreshes the table's metadata
-            // first, and a table refresh running beside a partition's can drop that
-            // partition's bucket leaders from the shared cluster view ("No leader
-            // found for table bucket"), which the SQL suite hit on a partitioned table.
-            let earliest = self
-                .offsets(table, *partition, ids, OffsetSpec::Earliest)
-                .await?;
-            let latest = self
-                .offsets(table, *partition, ids, OffsetSpec::Latest)
-                .await?;
-            for id in ids {
-                let (Some(e), Some(l)) = (earliest.get(id), latest.get(id)) else {
-                    return Err(Error::new(
-                        ErrorKind::Cluster,
-                        "the cluster listed no offsets for a bucket",
-                    )
-                    .with_context("table", table.path.to_string())
-                    .with_context("bucket", id));
-                };
-                found.insert(
-                    (*partition, *id),
-                    BucketOffsets {
-                        earliest: *e,
-                        high_watermark: *l,
-                    },
-                );
+        match self.list_offsets(table, buckets).await {
+            // A bucket moved (a leader changed): learn the table's buckets again and
+            // ask once more.
+            Err(e)
+                if e.context_value("error_code")
+                    .and_then(|c| c.parse().ok())
+                    .is_some_and(fetch::is_leadership_change) =>
+            {
+                self.refresh_table_metadata(table).await?;
+                self.list_offsets(table, buckets).await
             }
+            answer => answer,
         }
-        buckets
-            .iter()
-            .map(|b| {
-                found
-                    .get(&(b.partition.as_ref().map(|(_, n)| n.as_str()), b.bucket))
-                    .cloned()
-                    .ok_or_else(|| Error::internal("bucket offsets"))
-            })
-            .collect()
     }
 
     async fn read_log(
@@ -810,19 +891,7 @@ impl FlussSource for ClusterSource {
                     .and_then(|c| c.parse().ok())
                     .is_some_and(fetch::is_leadership_change) =>
             {
-                let metadata = self.connection.get_metadata();
-                let path = table.path.clone();
-                self.read_on_client(|| {
-                    let (metadata, path) = (metadata.clone(), path.clone());
-                    async move { metadata.update_table_metadata(&path).await }
-                })
-                .await?
-                .map_err(|e| {
-                    context(client_error(
-                        "cannot load the table",
-                        &self.options.bootstrap_servers,
-                    )(e))
-                })?;
+                self.refresh_table_metadata(table).await?;
                 self.send_lookups(table, &by_bucket).await?
             }
             answer => answer?,

@@ -1,6 +1,6 @@
 //! The client side of the Fluss RPC protocol for the requests this crate sends itself
-//! (FetchLog, Lookup, and SASL/PLAIN's Authenticate): frames and the protobuf
-//! messages.
+//! (FetchLog, ListOffsets, Lookup, and SASL/PLAIN's Authenticate): frames and the
+//! protobuf messages.
 //!
 //! fluss-rs 1.0 keeps its messages crate-private (`pub(crate) mod proto`) and its
 //! connection's `request` too, so a raw FetchLog (whose `records` bytes this crate
@@ -31,6 +31,8 @@ pub mod api_key {
     pub const FETCH_LOG: i16 = 1015;
     /// Lookup (primary keys, answered from the KV store).
     pub const LOOKUP: i16 = 1017;
+    /// ListOffsets.
+    pub const LIST_OFFSETS: i16 = 1021;
     /// Authenticate (SASL).
     pub const AUTHENTICATE: i16 = 1038;
 }
@@ -110,6 +112,51 @@ pub struct PbFetchLogReqForTable {
     pub filter_predicate: Option<PbPredicate>,
     #[prost(int32, optional, tag = "6")]
     pub filter_schema_id: Option<i32>,
+}
+
+/// `ListOffsetsRequest` of one partition's (or table's) buckets on one server.
+#[derive(Clone, PartialEq, Message)]
+pub struct ListOffsetsRequest {
+    #[prost(int32, required, tag = "1")]
+    pub follower_server_id: i32,
+    /// [`offset_type`].
+    #[prost(int32, required, tag = "2")]
+    pub offset_type: i32,
+    #[prost(int64, required, tag = "3")]
+    pub table_id: i64,
+    #[prost(int64, optional, tag = "4")]
+    pub partition_id: Option<i64>,
+    /// Packed, as Fluss's `[packed = true]` declares it.
+    #[prost(int32, repeated, packed = "true", tag = "5")]
+    pub bucket_id: Vec<i32>,
+}
+
+/// `ListOffsetsRequest.offset_type` (Java `ListOffsetsParam`).
+pub mod offset_type {
+    /// The log start offset.
+    pub const EARLIEST: i32 = 0;
+    /// The high watermark.
+    pub const LATEST: i32 = 1;
+}
+
+/// `ListOffsetsResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ListOffsetsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub buckets_resp: Vec<PbListOffsetsRespForBucket>,
+}
+
+/// `PbListOffsetsRespForBucket`.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbListOffsetsRespForBucket {
+    #[prost(int32, required, tag = "1")]
+    pub bucket_id: i32,
+    #[prost(int32, optional, tag = "2")]
+    pub error_code: Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    pub error_message: Option<String>,
+    #[prost(int64, optional, tag = "4")]
+    pub offset: Option<i64>,
 }
 
 /// `LookupRequest`: plain reads (fields 3..5 are for lookups that insert missing keys).
