@@ -390,6 +390,11 @@ impl ClusterSource {
     ) -> Result<String> {
         let table_bucket = TableBucket::new_with_partition(table.table_id(), partition_id, bucket);
         let metadata = self.connection.get_metadata();
+        // known already (the statement's metadata request brought it): no hop onto
+        // the client's runtime
+        if let Some(leader) = metadata.get_cluster().leader_for(&table_bucket) {
+            return Ok(leader.url());
+        }
         let path = table.path.clone();
         let leader = self
             .read_on_client(|| {
@@ -413,6 +418,14 @@ impl ClusterSource {
     /// Connection `stripe` to the tablet server at `address` (made once, and again
     /// when broken).
     async fn tablet(&self, address: String, stripe: i32) -> Result<Arc<TabletConnection>> {
+        let key = (address, stripe);
+        // open already: no hop onto the client's runtime
+        if let Ok(tablets) = self.tablets.try_lock()
+            && let Some(c) = tablets.get(&key).filter(|c| !c.is_broken())
+        {
+            return Ok(c.clone());
+        }
+        let (address, stripe) = key;
         let tablets = self.tablets.clone();
         let credentials = self.credentials();
         let timeout = self.request_timeout;
