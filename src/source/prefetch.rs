@@ -6,6 +6,9 @@
 //! the source for all of them in one request first, and keeps the answers in the
 //! planning task; the source's `get_table` takes them from there. Nothing outlives
 //! the task: a statement never sees metadata older than its own start.
+//!
+//! `FlussSession` does this for every query; an app planning through its own
+//! `SessionContext` can wrap `SessionState::statement_to_plan` the same way.
 
 use std::collections::HashMap;
 use std::future::Future;
