@@ -105,6 +105,22 @@ fn listed(
     }
 }
 
+/// The Fluss table that `name` in `database` reads (a virtual table `t$lake` reads
+/// `t`), with the virtual table's suffix; `None` for a name no Fluss table can have.
+pub(crate) fn fluss_table_of<'a>(
+    database: &str,
+    name: &'a str,
+) -> Option<(TablePath, Option<&'a str>)> {
+    let (base, suffix) = match name.split_once('$') {
+        Some((b, s)) => (b, Some(s)),
+        None => (name, None),
+    };
+    if validate_name("database", database).is_err() || validate_name("table", base).is_err() {
+        return None;
+    }
+    Some((TablePath::new(database, base), suffix))
+}
+
 impl CatalogProvider for FlussCatalog {
     fn schema_names(&self) -> Vec<String> {
         let source = self.source.clone();
@@ -155,18 +171,11 @@ impl FlussSchema {
     }
 
     async fn provider(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        let (base, suffix) = match name.split_once('$') {
-            Some((b, s)) => (b, Some(s)),
-            None => (name, None),
-        };
         // A name Fluss could not have is no Fluss table (DataFusion may still resolve
         // it, e.g. as a file URL).
-        if validate_name("database", &self.database).is_err()
-            || validate_name("table", base).is_err()
-        {
+        let Some((path, suffix)) = fluss_table_of(&self.database, name) else {
             return Ok(None);
-        }
-        let path = TablePath::new(self.database.as_str(), base);
+        };
         let table = match self.source.get_table(&path).await {
             Ok(t) => t,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),

@@ -16,6 +16,7 @@ mod statistics;
 mod table;
 mod view_types;
 
+pub(crate) use catalog::fluss_table_of;
 pub use catalog::{FlussCatalog, FlussSchema};
 pub use lookup_join::{FlussLookupJoinExec, LookupJoinRule};
 pub use options::FlussOptions;

@@ -47,8 +47,7 @@ use fluss::metadata::TablePath;
 use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
-use crate::provider::{FlussCatalog, FlussOptions, LookupJoinRule};
-use crate::source::layout::validate_name;
+use crate::provider::{FlussCatalog, FlussOptions, LookupJoinRule, fluss_table_of};
 use crate::source::prefetch::with_tables_prefetched;
 use crate::source::{FlussSource, FlussWriter};
 
@@ -461,16 +460,12 @@ impl FlussSession {
             .map_err(from_datafusion)?
         {
             let resolved = reference.resolve(catalog, database);
-            let base = resolved.table.split('$').next().unwrap_or_default();
-            if *resolved.catalog != *CATALOG
-                || *resolved.schema == *"information_schema"
-                || validate_name("database", &resolved.schema).is_err()
-                || validate_name("table", base).is_err()
-            {
+            if *resolved.catalog != *CATALOG || *resolved.schema == *"information_schema" {
                 continue;
             }
-            let path = TablePath::new(resolved.schema.as_ref(), base);
-            if !paths.contains(&path) {
+            if let Some((path, _)) = fluss_table_of(&resolved.schema, &resolved.table)
+                && !paths.contains(&path)
+            {
                 paths.push(path);
             }
         }

@@ -36,16 +36,17 @@ pub(super) type KeysByBucket = BTreeMap<(Option<i64>, i32), Vec<Vec<u8>>>;
 /// encoding (an Iceberg table's key encoder takes one column, so a composite key of
 /// a table of kv format version 1 has none), and their keys are scanned instead; so
 /// are the keys of a table partitioned by a type that names no partition here.
-pub(super) fn keys_encodable(table: &TableInfo) -> bool {
-    let Ok(arrow) = crate::log::schema::arrow_schema_of(table.row_type()) else {
+pub(super) fn keys_encodable(table: &FlussTable) -> bool {
+    let Ok(latest) = table.schemas.latest() else {
         return false;
     };
-    let partitions_named = table.get_partition_keys().iter().all(|key| {
-        arrow
+    let partitions_named = table.info.get_partition_keys().iter().all(|key| {
+        latest
+            .arrow
             .field_with_name(key)
             .is_ok_and(|f| names_partitions(f.data_type()))
     });
-    partitions_named && KeyEncoding::of(table).is_ok()
+    partitions_named && KeyEncoding::of(&table.info).is_ok()
 }
 
 /// How a table's keys are encoded and bucketed.
@@ -255,26 +256,34 @@ mod tests {
         out
     }
 
-    #[test]
-    fn rows_of_an_older_schema_are_aligned_to_the_latest() {
-        // schema 2 added `score` (column id 2) after `id` and `v`
-        let v1 = schema(&[(0, "id"), (1, "v")]);
-        let v2 = schema(&[(0, "id"), (1, "v"), (2, "score")]);
+    /// A table whose schemas are `versions` (ids 1, 2, …; the last is current).
+    fn table(versions: Vec<Schema>) -> FlussTable {
+        let latest = versions.last().cloned().unwrap();
         let descriptor = TableDescriptor::builder()
-            .schema(v2.clone())
+            .schema(latest)
             .distributed_by(Some(1), vec![])
             .build()
             .unwrap();
         let path = TablePath::new("db", "t");
-        let info = TableInfo::of(path.clone(), 7, 2, descriptor, 0, 0);
+        let info = TableInfo::of(path.clone(), 7, versions.len() as i32, descriptor, 0, 0);
         let mut history = SchemaHistory::default();
-        history.insert(SchemaVersion::new(1, v1).unwrap());
-        history.insert(SchemaVersion::new(2, v2).unwrap());
-        let table = FlussTable {
+        for (id, schema) in (1..).zip(versions) {
+            history.insert(SchemaVersion::new(id, schema).unwrap());
+        }
+        FlussTable {
             path,
             info,
             schemas: Arc::new(history),
-        };
+        }
+    }
+
+    #[test]
+    fn rows_of_an_older_schema_are_aligned_to_the_latest() {
+        // schema 2 added `score` (column id 2) after `id` and `v`
+        let table = table(vec![
+            schema(&[(0, "id"), (1, "v")]),
+            schema(&[(0, "id"), (1, "v"), (2, "score")]),
+        ]);
         let batch = decode_rows(&table, vec![value(2, &[1, 10, 100]), value(1, &[2, 20])]).unwrap();
         let mut rows: Vec<(i64, i64, Option<i64>)> = (0..batch.num_rows())
             .map(|i| {
@@ -293,20 +302,7 @@ mod tests {
 
     #[test]
     fn damaged_rows_are_errors_not_panics() {
-        let descriptor = TableDescriptor::builder()
-            .schema(schema(&[(0, "id")]))
-            .distributed_by(Some(1), vec![])
-            .build()
-            .unwrap();
-        let path = TablePath::new("db", "t");
-        let info = TableInfo::of(path.clone(), 7, 1, descriptor, 0, 0);
-        let mut history = SchemaHistory::default();
-        history.insert(SchemaVersion::new(1, schema(&[(0, "id")])).unwrap());
-        let table = FlussTable {
-            path,
-            info,
-            schemas: Arc::new(history),
-        };
+        let table = table(vec![schema(&[(0, "id")])]);
         let error = decode_rows(&table, vec![vec![1]]).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::DataInvalid);
         assert!(

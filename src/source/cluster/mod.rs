@@ -306,31 +306,24 @@ impl ClusterSource {
         }
     }
 
-    /// A table's current metadata, from a tablet server's metadata cache (a Metadata
-    /// request, as fluss-rs's writers and lookupers learn a table). fluss-rs's
-    /// `FlussAdmin::get_table_info` asks the coordinator, which reads ZooKeeper, and
-    /// then sends this same Metadata request as well (`client/admin.rs`): two round
-    /// trips and a ZooKeeper read for every statement. The tablet servers' cache is
-    /// what the coordinator pushes after every table change (`RpcServiceBase`
-    /// `processMetadataRequest`; a table missing from it is read from ZooKeeper
-    /// there), so a statement sees the table as the cluster's own clients do.
+    /// A table's current metadata: prefetched for the statement, or from a tablet
+    /// server's metadata cache (a Metadata request, as fluss-rs's writers and
+    /// lookupers learn a table). fluss-rs's `FlussAdmin::get_table_info` asks the
+    /// coordinator, which reads ZooKeeper, and then sends this same Metadata request
+    /// as well (`client/admin.rs`): two round trips and a ZooKeeper read for every
+    /// statement. The tablet servers' cache is what the coordinator pushes after
+    /// every table change, so a statement sees the table as the cluster's own
+    /// clients do.
     async fn table_info(&self, path: &TablePath) -> Result<TableInfo> {
         if let Some(info) = super::prefetch::prefetched(path) {
             return Ok(info);
         }
-        let metadata = self.connection.get_metadata();
-        let owned = path.clone();
-        self.read_on_client(|| {
-            let (metadata, owned) = (metadata.clone(), owned.clone());
-            async move { metadata.update_table_metadata(&owned).await }
-        })
-        .await?
-        .map_err(client_error(
-            "cannot load the table",
-            &self.options.bootstrap_servers,
-        ))?;
-        if let Some(info) = metadata.get_cluster().opt_get_table(path) {
-            return Ok(info.clone());
+        if let Some(info) = self
+            .tables_metadata(std::slice::from_ref(path))
+            .await?
+            .remove(path)
+        {
+            return Ok(info);
         }
         // Not in the answer (it always is when the request succeeds): ask the
         // coordinator.
@@ -344,6 +337,37 @@ impl ClusterSource {
             "cannot load the table",
             &self.options.bootstrap_servers,
         ))
+    }
+
+    /// The current metadata of `paths`, in one Metadata request: a tablet server
+    /// answers it from its cache (`RpcServiceBase.processMetadataRequest`; a table
+    /// missing there is read from ZooKeeper, one that does not exist is an error).
+    async fn tables_metadata(&self, paths: &[TablePath]) -> Result<HashMap<TablePath, TableInfo>> {
+        let metadata = self.connection.get_metadata();
+        let owned = paths.to_vec();
+        self.read_on_client(|| {
+            let (metadata, owned) = (metadata.clone(), owned.clone());
+            async move {
+                let paths: std::collections::HashSet<&TablePath> = owned.iter().collect();
+                metadata
+                    .update_tables_metadata(&paths, &Default::default(), Vec::new())
+                    .await
+            }
+        })
+        .await?
+        .map_err(client_error(
+            "cannot load the table",
+            &self.options.bootstrap_servers,
+        ))?;
+        let cluster = metadata.get_cluster();
+        Ok(paths
+            .iter()
+            .filter_map(|p| {
+                cluster
+                    .opt_get_table(p)
+                    .map(|info| (p.clone(), info.clone()))
+            })
+            .collect())
     }
 
     /// An older schema of a table (immutable once written, so its history is cached).
@@ -535,16 +559,14 @@ impl ClusterSource {
         for response in futures::future::try_join_all(requests).await? {
             for bucket in response.buckets_resp {
                 if let Some(code) = bucket.error_code.filter(|c| *c != 0) {
-                    return Err(Error::new(
-                        ErrorKind::Cluster,
-                        format!(
-                            "the tablet server could not look up keys: {}",
-                            bucket.error_message.as_deref().unwrap_or("no message")
-                        ),
-                    )
-                    .with_context("table", table.path.to_string())
-                    .with_context("bucket", bucket.bucket_id)
-                    .with_context("error_code", code));
+                    let message = bucket.error_message.as_deref();
+                    return Err(bucket_error(
+                        "look up keys",
+                        table,
+                        bucket.bucket_id,
+                        code,
+                        message,
+                    ));
                 }
                 rows.extend(bucket.values.into_iter().filter_map(|v| v.values));
             }
@@ -603,16 +625,9 @@ impl ClusterSource {
         {
             for bucket in response.buckets_resp {
                 if let Some(code) = bucket.error_code.filter(|c| *c != 0) {
-                    return Err(Error::new(
-                        ErrorKind::Cluster,
-                        format!(
-                            "the tablet server could not list the bucket's offsets: {}",
-                            bucket.error_message.as_deref().unwrap_or("no message")
-                        ),
-                    )
-                    .with_context("table", table.path.to_string())
-                    .with_context("bucket", bucket.bucket_id)
-                    .with_context("error_code", code));
+                    let message = bucket.error_message.as_deref();
+                    let what = "list the bucket's offsets";
+                    return Err(bucket_error(what, table, bucket.bucket_id, code, message));
                 }
                 let ends = found.entry((partition_id, bucket.bucket_id)).or_default();
                 if offset_type == wire::offset_type::EARLIEST {
@@ -637,6 +652,30 @@ impl ClusterSource {
                 .with_context("bucket", b.bucket)),
             })
             .collect()
+    }
+
+    /// Runs `request` once more after learning the table's buckets again when a
+    /// server answered that a bucket moved (its leader changed), as fluss-rs's lookup
+    /// sender retries.
+    async fn again_if_a_bucket_moved<T, Fut>(
+        &self,
+        table: &FlussTable,
+        request: impl Fn() -> Fut,
+    ) -> Result<T>
+    where
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        match request().await {
+            Err(e)
+                if e.context_value("error_code")
+                    .and_then(|c| c.parse().ok())
+                    .is_some_and(fetch::is_leadership_change) =>
+            {
+                self.refresh_table_metadata(table).await?;
+                request().await
+            }
+            answer => answer,
+        }
     }
 
     /// Learns a table's buckets and their leaders again (a leader moved).
@@ -729,34 +768,8 @@ impl FlussSource for ClusterSource {
         Ok(table)
     }
 
-    /// One Metadata request for every table (a tablet server answers from its cache,
-    /// as [`ClusterSource::table_info`] does for one).
     async fn prefetch_tables(&self, paths: &[TablePath]) -> Result<HashMap<TablePath, TableInfo>> {
-        let metadata = self.connection.get_metadata();
-        let owned = paths.to_vec();
-        self.read_on_client(|| {
-            let (metadata, owned) = (metadata.clone(), owned.clone());
-            async move {
-                let paths: std::collections::HashSet<&TablePath> = owned.iter().collect();
-                metadata
-                    .update_tables_metadata(&paths, &Default::default(), Vec::new())
-                    .await
-            }
-        })
-        .await?
-        .map_err(client_error(
-            "cannot load the tables",
-            &self.options.bootstrap_servers,
-        ))?;
-        let cluster = metadata.get_cluster();
-        Ok(paths
-            .iter()
-            .filter_map(|p| {
-                cluster
-                    .opt_get_table(p)
-                    .map(|info| (p.clone(), info.clone()))
-            })
-            .collect())
+        self.tables_metadata(paths).await
     }
 
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
@@ -833,19 +846,8 @@ impl FlussSource for ClusterSource {
         table: &FlussTable,
         buckets: &[BucketLocation],
     ) -> Result<Vec<BucketOffsets>> {
-        match self.list_offsets(table, buckets).await {
-            // A bucket moved (a leader changed): learn the table's buckets again and
-            // ask once more.
-            Err(e)
-                if e.context_value("error_code")
-                    .and_then(|c| c.parse().ok())
-                    .is_some_and(fetch::is_leadership_change) =>
-            {
-                self.refresh_table_metadata(table).await?;
-                self.list_offsets(table, buckets).await
-            }
-            answer => answer,
-        }
+        self.again_if_a_bucket_moved(table, || self.list_offsets(table, buckets))
+            .await
     }
 
     async fn read_log(
@@ -885,7 +887,7 @@ impl FlussSource for ClusterSource {
     }
 
     fn serves_key_lookups(&self, table: &FlussTable) -> bool {
-        lookup::keys_encodable(&table.info)
+        lookup::keys_encodable(table)
     }
 
     async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
@@ -896,19 +898,9 @@ impl FlussSource for ClusterSource {
         };
         let by_bucket =
             lookup::encode_keys(&table.info, keys, partitions.as_deref()).map_err(context)?;
-        let rows = match self.send_lookups(table, &by_bucket).await {
-            // A bucket moved (a leader changed): learn the table's buckets again and
-            // send once more, as fluss-rs's lookup sender retries.
-            Err(e)
-                if e.context_value("error_code")
-                    .and_then(|c| c.parse().ok())
-                    .is_some_and(fetch::is_leadership_change) =>
-            {
-                self.refresh_table_metadata(table).await?;
-                self.send_lookups(table, &by_bucket).await?
-            }
-            answer => answer?,
-        };
+        let rows = self
+            .again_if_a_bucket_moved(table, || self.send_lookups(table, &by_bucket))
+            .await?;
         lookup::decode_rows(table, rows).map_err(context)
     }
 
@@ -916,6 +908,27 @@ impl FlussSource for ClusterSource {
         // a cluster's warehouses are absolute paths or URLs
         LakeLocation::of_table(table, &self.options.lake_options, str::to_string)
     }
+}
+
+/// A tablet server's error for one bucket of a request (`what` it could not do),
+/// naming the table, the bucket and the server's code (which a retry reads back).
+fn bucket_error(
+    what: &str,
+    table: &FlussTable,
+    bucket: i32,
+    code: i32,
+    message: Option<&str>,
+) -> Error {
+    Error::new(
+        ErrorKind::Cluster,
+        format!(
+            "the tablet server could not {what}: {}",
+            message.unwrap_or("no message")
+        ),
+    )
+    .with_context("table", table.path.to_string())
+    .with_context("bucket", bucket)
+    .with_context("error_code", code)
 }
 
 /// The batch filter to send with the fetches of `table`: the pushed filters the
