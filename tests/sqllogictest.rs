@@ -259,8 +259,15 @@ const LAKE_FORMATS: [&str; 2] = ["paimon", "iceberg"];
 /// Longest one file may run in [`sql_logic_tests`] (they take seconds).
 const FILE_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// Held by each of the two suites for its whole run, so they never run side by
+/// side: with the real-Fluss suite's JVM beside it, the test-server suite has hung
+/// on one file, all threads idle (about one run in five on this 2-core machine, cause
+/// not found yet; see the issue notes). Alone, neither has.
+static ONE_SUITE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_logic_tests() {
+    let _alone = ONE_SUITE_AT_A_TIME.lock().await;
     let files = slt_files();
     assert!(!files.is_empty(), "no sql/*.slt files");
     let complete = std::env::var("FLUSS_SLT_COMPLETE").is_ok_and(|v| v == "1");
@@ -394,6 +401,7 @@ fn rename_databases(text: &str, prefix: &str) -> String {
 /// and tiered by Fluss's tiering service. Same expected answers as everywhere else.
 #[test]
 fn sql_logic_tests_against_the_real_fluss() {
+    let _alone = ONE_SUITE_AT_A_TIME.blocking_lock();
     use fluss_test_support::real_fluss::RealFluss;
     use fluss_test_support::real_source::RealClusterSource;
     use std::sync::Mutex;
