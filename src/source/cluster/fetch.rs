@@ -131,7 +131,7 @@ impl TabletConnection {
             )
             .with_context("server", &self.address));
         }
-        if closed_by_peer(stream.get_ref()).await {
+        if closed_by_peer(stream.get_ref()) {
             // The server closed the connection while it was idle (it restarted):
             // nothing was sent, and the caller may send on a new connection.
             self.broken.store(true, Ordering::Relaxed);
@@ -188,12 +188,22 @@ pub(super) fn closed_while_idle(error: &Error) -> bool {
 /// Whether the peer closed `stream` (end of stream or a reset waiting to be read),
 /// without waiting and without consuming anything: bytes waiting to be read (an
 /// answer a dropped request left) mean it is open.
-async fn closed_by_peer(stream: &TcpStream) -> bool {
-    let mut byte = [0u8; 1];
-    matches!(
-        tokio::time::timeout(Duration::ZERO, stream.peek(&mut byte)).await,
-        Ok(Ok(0)) | Ok(Err(_))
-    )
+///
+/// One `recv(MSG_PEEK)` on the non-blocking socket, answered by the kernel at once.
+/// A zero `tokio::time::timeout` around a peek looks the same but is not: tokio's
+/// timer rounds a deadline up to the next millisecond tick (`deadline_to_tick`) and
+/// fires it only when the driver has processed that tick, so every request on an
+/// idle connection waited up to a millisecond or more for nothing.
+fn closed_by_peer(stream: &TcpStream) -> bool {
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
+    match socket2::SockRef::from(stream).peek(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+        ),
+    }
 }
 
 /// What one bucket read fetches.
