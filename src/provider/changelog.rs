@@ -99,7 +99,15 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
         _filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let cut = plan_cut(self.source.as_ref(), &self.table, &|_| true, false, true).await?;
+        let cut = plan_cut(
+            self.source.as_ref(),
+            &self.table,
+            &|_| true,
+            None,
+            false,
+            true,
+        )
+        .await?;
         Ok(Arc::new(ChangelogExec::new(
             self.source.clone(),
             self.table.clone(),

@@ -836,10 +836,13 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         // LIMIT is pushed only when every filter is exact (docs/DESIGN.md pushdown contract).
         let limit = if placed.all_exact() { limit } else { None };
         let keep_partition = self.partition_pruner(state, &placed)?;
-        let mut cut = plan_cut(
+        // Equality on every bucket key selects the buckets those keys hash to.
+        let buckets = self.buckets_for_filters(&placed)?;
+        let cut = plan_cut(
             self.source.as_ref(),
             &self.table,
             &*keep_partition,
+            buckets.as_ref(),
             true,
             self.mode == ReadMode::Union,
         )
@@ -847,14 +850,12 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         let mut lake = self
             .plan_lake(state, &cut, &placed, &*keep_partition)
             .await?;
-        // Equality on every bucket key selects the buckets those keys hash to.
-        if let Some(buckets) = self.buckets_for_filters(&placed)? {
-            cut.buckets.retain(|b| buckets.contains(&b.location.bucket));
-            if let Some(lake) = lake.as_mut() {
-                lake.plan
-                    .splits
-                    .retain(|s| s.bucket < 0 || buckets.contains(&s.bucket));
-            }
+        if let Some(buckets) = &buckets
+            && let Some(lake) = lake.as_mut()
+        {
+            lake.plan
+                .splits
+                .retain(|s| s.bucket < 0 || buckets.contains(&s.bucket));
         }
         let projection = projection.cloned();
         let output_schema = match &projection {

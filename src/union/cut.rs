@@ -6,6 +6,8 @@
 //! comes from this cut, so a tiering or an append during the query cannot change its
 //! answer (docs/DESIGN.md "The cut"; Fluss `LakeSplitGenerator`).
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -38,16 +40,19 @@ impl UnionCut {
 }
 
 /// Pins the cut of `table`. `keep_partition` selects partitions by name (partition
-/// pruning); `use_lake` pins the readable lake snapshot (off for log-only reads) and
+/// pruning) and `buckets`, when given, the buckets (a filter that fixes the bucket
+/// key: the other buckets' offsets are never looked up); `use_lake` pins the readable lake snapshot (off for log-only reads) and
 /// `read_log` resolves the per-bucket log ranges (off for lake-only reads, which would
 /// otherwise look up every bucket's offsets for nothing).
 pub async fn plan_cut(
     source: &dyn FlussSource,
     table: &FlussTable,
     keep_partition: &(dyn Fn(&str) -> bool + Send + Sync),
+    buckets: Option<&HashSet<i32>>,
     use_lake: bool,
     read_log: bool,
 ) -> Result<UnionCut> {
+    let keep_bucket = |bucket: &i32| buckets.is_none_or(|b| b.contains(bucket));
     let snapshot = if use_lake && table.lake_format().is_some() {
         source.readable_lake_snapshot(table).await?
     } else {
@@ -62,7 +67,7 @@ pub async fn plan_cut(
             if name.contains("__historical__") || !keep_partition(&name) {
                 continue;
             }
-            for bucket in 0..buckets_per_partition {
+            for bucket in (0..buckets_per_partition).filter(keep_bucket) {
                 locations.push(BucketLocation {
                     partition: Some((partition.get_partition_id(), name.clone())),
                     bucket,
@@ -70,7 +75,7 @@ pub async fn plan_cut(
             }
         }
     } else {
-        for bucket in 0..buckets_per_partition {
+        for bucket in (0..buckets_per_partition).filter(keep_bucket) {
             locations.push(BucketLocation {
                 partition: None,
                 bucket,
