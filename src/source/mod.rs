@@ -210,6 +210,19 @@ pub trait FlussSource: Debug + Send + Sync {
         Ok(std::collections::HashMap::new())
     }
 
+    /// The metadata of `paths` as this source last saw it, if it saw all of them: a
+    /// read-only statement is planned from it while [`prefetch_tables`] confirms it
+    /// ([`prefetch::with_tables_confirmed`]). Sources that keep none answer `None`
+    /// (the default).
+    ///
+    /// [`prefetch_tables`]: FlussSource::prefetch_tables
+    fn last_seen_tables(
+        &self,
+        _paths: &[TablePath],
+    ) -> Option<std::collections::HashMap<TablePath, TableInfo>> {
+        None
+    }
+
     /// Partitions of a partitioned table.
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>>;
 

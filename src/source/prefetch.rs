@@ -1,11 +1,21 @@
-//! Table metadata fetched for a whole statement at once.
+//! Table metadata fetched for a whole statement at once, and confirmed instead of
+//! waited for.
 //!
 //! DataFusion resolves a statement's tables one after another
 //! (`SessionState::statement_to_plan`), so on a cluster a join of n tables waits for
 //! n metadata round trips before planning starts. [`with_tables_prefetched`] asks
 //! the source for all of them in one request first, and keeps the answers in the
-//! planning task; the source's `get_table` takes them from there. Nothing outlives
-//! the task: a statement never sees metadata older than its own start.
+//! statement's task; the source's `get_table` takes them from there. Nothing
+//! outlives the task: a statement never sees metadata older than its own start.
+//!
+//! A read-only statement need not wait even for that one request.
+//! [`with_tables_confirmed`] plans and runs it from the tables as the source last
+//! saw them while the request is in flight, and keeps the answer only when the
+//! request finds every table unchanged (same table id, schema id, creation and
+//! modification time). Otherwise the speculative run is dropped and the statement
+//! runs again from the fresh metadata: the answer is always one planned from
+//! metadata read after the statement started. A point lookup on a cluster then
+//! costs one round trip (the lookup), not two.
 //!
 //! `FlussSession` does this for every query; an app planning through its own
 //! `SessionContext` can wrap `SessionState::statement_to_plan` the same way.
@@ -15,8 +25,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use fluss::metadata::{TableInfo, TablePath};
+use futures::future::{Either, select};
 
 use super::FlussSource;
+use crate::Result;
 
 tokio::task_local! {
     static PREFETCHED: Arc<HashMap<TablePath, TableInfo>>;
@@ -37,6 +49,68 @@ pub async fn with_tables_prefetched<F: Future>(
         Ok(tables) if !tables.is_empty() => PREFETCHED.scope(Arc::new(tables), planning).await,
         _ => planning.await,
     }
+}
+
+/// Runs a statement that only reads (`run` plans and executes it, and may be called
+/// twice) from the metadata of `paths` as `source` last saw it, while one request
+/// fetches the current metadata; the answer stands only if nothing changed, else
+/// `run` runs again from the fresh metadata. Without last-seen metadata for every
+/// table, this is [`with_tables_prefetched`].
+pub async fn with_tables_confirmed<T, F, Fut>(
+    source: &dyn FlussSource,
+    paths: &[TablePath],
+    run: F,
+) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let seen = match paths.is_empty() {
+        true => None,
+        false => source.last_seen_tables(paths),
+    };
+    let Some(seen) = seen else {
+        return with_tables_prefetched(source, paths, run()).await;
+    };
+    let seen = Arc::new(seen);
+    let fresh = Box::pin(source.prefetch_tables(paths));
+    let speculative = Box::pin(PREFETCHED.scope(seen.clone(), run()));
+    let fresh = match select(fresh, speculative).await {
+        Either::Left((fresh, speculative)) => {
+            if matches!(&fresh, Ok(tables) if unchanged(&seen, tables)) {
+                return speculative.await;
+            }
+            // dropped before running again: its reads stop here
+            drop(speculative);
+            fresh
+        }
+        Either::Right((answer, fresh)) => {
+            let fresh = fresh.await;
+            if matches!(&fresh, Ok(tables) if unchanged(&seen, tables)) {
+                return answer;
+            }
+            fresh
+        }
+    };
+    match fresh {
+        Ok(tables) if !tables.is_empty() => PREFETCHED.scope(Arc::new(tables), run()).await,
+        // a table that is gone: each is fetched alone, and the error names it
+        _ => run().await,
+    }
+}
+
+/// Whether every table last seen is still the same version of the same table.
+fn unchanged(seen: &HashMap<TablePath, TableInfo>, fresh: &HashMap<TablePath, TableInfo>) -> bool {
+    seen.len() == fresh.len()
+        && seen.iter().all(|(path, was)| {
+            fresh.get(path).is_some_and(|is| {
+                was.get_table_id() == is.get_table_id()
+                    && was.get_schema_id() == is.get_schema_id()
+                    && was.get_created_time() == is.get_created_time()
+                    && was.get_modified_time() == is.get_modified_time()
+                    && was.get_num_buckets() == is.get_num_buckets()
+            })
+        })
 }
 
 /// The metadata of `path` prefetched for the statement being planned, if any.

@@ -48,7 +48,7 @@ use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
 use crate::provider::{FlussCatalog, FlussOptions, LookupJoinRule, fluss_table_of};
-use crate::source::prefetch::with_tables_prefetched;
+use crate::source::prefetch::{with_tables_confirmed, with_tables_prefetched};
 use crate::source::{FlussSource, FlussWriter};
 
 /// The catalog name the session registers the store under.
@@ -412,8 +412,6 @@ impl FlussSession {
     /// failed (`SHOW TABLES`, `information_schema` on an unreachable cluster) fails
     /// it, instead of answering as if the catalog were empty.
     pub async fn query(&self, sql: &str) -> Result<StatementResult> {
-        // an error of an earlier listing is not this statement's
-        self.catalog.take_listing_error();
         // `SessionContext::sql`, with the statement's Fluss tables fetched together
         let state = self.ctx.state();
         let dialect = state.config().options().sql_parser.dialect;
@@ -421,8 +419,29 @@ impl FlussSession {
             .sql_to_statement(sql, &dialect)
             .map_err(from_datafusion)?;
         let tables = self.fluss_tables_of(&state, &statement)?;
-        let planning = state.statement_to_plan(statement);
-        let plan = with_tables_prefetched(self.source.as_ref(), &tables, planning)
+        let run = || self.plan_and_collect(&state, statement.clone());
+        let (schema, batches) = if statement::reads_only(&statement) {
+            with_tables_confirmed(self.source.as_ref(), &tables, run).await?
+        } else {
+            with_tables_prefetched(self.source.as_ref(), &tables, run()).await?
+        };
+        Ok(StatementResult {
+            schema,
+            batches,
+            notice: None,
+        })
+    }
+
+    /// Plans and runs one DataFusion statement, and collects its rows.
+    async fn plan_and_collect(
+        &self,
+        state: &datafusion::execution::SessionState,
+        statement: datafusion::sql::parser::Statement,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        // an error of an earlier listing is not this statement's
+        self.catalog.take_listing_error();
+        let plan = state
+            .statement_to_plan(statement)
             .await
             .map_err(from_datafusion)?;
         let df = self
@@ -435,11 +454,7 @@ impl FlussSession {
         if let Some(e) = self.catalog.take_listing_error() {
             return Err(e.with_context("statement", "listing the catalog"));
         }
-        Ok(StatementResult {
-            schema,
-            batches,
-            notice: None,
-        })
+        Ok((schema, batches))
     }
 
     /// The Fluss tables a statement names (a virtual table names its base table),

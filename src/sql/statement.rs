@@ -86,6 +86,24 @@ pub fn session_object(sql: &str) -> Option<&'static str> {
     (c.eat_keyword("external") && c.eat_keyword("table")).then_some("external table")
 }
 
+/// Whether DataFusion's `statement` only reads: a query, or `EXPLAIN [ANALYZE]` of
+/// one, and no `SELECT … INTO`, which creates a table. Such a statement can be run
+/// again without effect, so it may be planned from metadata not yet confirmed.
+pub fn reads_only(statement: &datafusion::sql::parser::Statement) -> bool {
+    use datafusion::sql::parser::Statement as DataFusion;
+    use datafusion::sql::sqlparser::ast::{SetExpr, Statement as Sql};
+    match statement {
+        DataFusion::Statement(s) => match s.as_ref() {
+            Sql::Query(query) => {
+                !matches!(query.body.as_ref(), SetExpr::Select(select) if select.into.is_some())
+            }
+            _ => false,
+        },
+        DataFusion::Explain(explain) => reads_only(&explain.statement),
+        _ => false,
+    }
+}
+
 /// Classifies and parses one statement.
 pub fn parse_statement(sql: &str) -> Result<Statement> {
     let mut c = Cursor::new(sql)?;

@@ -7,12 +7,13 @@
 //!              └─ writes ─> LocalStore ──(after each write: reload the snapshot)──┘
 //! ```
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::execution::memory_pool::MemoryPool;
-use fluss::metadata::{PartitionInfo, TableDescriptor, TablePath};
+use fluss::metadata::{PartitionInfo, TableDescriptor, TableInfo, TablePath};
 use fluss_datafusion::lake::LakeLocation;
 use fluss_datafusion::lake::tiering::TieringResult;
 use fluss_datafusion::log::{ChangelogBatch, LogRange, LogReadOptions};
@@ -185,6 +186,14 @@ impl FlussSource for MirroredSource {
 
     fn serves_key_lookups(&self, table: &FlussTable) -> bool {
         self.cluster.serves_key_lookups(table)
+    }
+
+    async fn prefetch_tables(&self, paths: &[TablePath]) -> Result<HashMap<TablePath, TableInfo>> {
+        self.cluster.prefetch_tables(paths).await
+    }
+
+    fn last_seen_tables(&self, paths: &[TablePath]) -> Option<HashMap<TablePath, TableInfo>> {
+        self.cluster.last_seen_tables(paths)
     }
 
     async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {

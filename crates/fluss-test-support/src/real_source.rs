@@ -7,6 +7,7 @@
 //! rows through the Java client (appends, upserts, partial updates, deletes), and
 //! `CALL fluss.tier` runs the real tiering service until the lake covers the table.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +18,7 @@ use datafusion::arrow::datatypes::{
 };
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::execution::memory_pool::MemoryPool;
-use fluss::metadata::{PartitionInfo, TableDescriptor, TablePath};
+use fluss::metadata::{PartitionInfo, TableDescriptor, TableInfo, TablePath};
 use fluss_datafusion::lake::LakeLocation;
 use fluss_datafusion::lake::tiering::TieringResult;
 use fluss_datafusion::log::{ChangelogBatch, LogRange, LogReadOptions};
@@ -281,6 +282,14 @@ impl FlussSource for RealClusterSource {
 
     fn serves_key_lookups(&self, table: &FlussTable) -> bool {
         self.cluster.serves_key_lookups(table)
+    }
+
+    async fn prefetch_tables(&self, paths: &[TablePath]) -> Result<HashMap<TablePath, TableInfo>> {
+        self.cluster.prefetch_tables(paths).await
+    }
+
+    fn last_seen_tables(&self, paths: &[TablePath]) -> Option<HashMap<TablePath, TableInfo>> {
+        self.cluster.last_seen_tables(paths)
     }
 
     async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {

@@ -13,6 +13,7 @@ use fluss_datafusion::source::{ClusterOptions, ClusterSource, FlussSource};
 use fluss_datafusion::sql::FlussSession;
 use fluss_datafusion::{ErrorKind, LocalStore};
 use fluss_test_support::local_store::load_local_store;
+use fluss_test_support::mirror::LiveCluster;
 use fluss_test_support::model::{ClusterModel, ServedLog};
 use fluss_test_support::server::{ServerConfig, TestServer};
 
@@ -341,4 +342,63 @@ async fn a_statement_fetches_the_metadata_of_its_tables_in_one_request() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("nosuch"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_planned_from_tables_last_seen_runs_again_when_they_changed() {
+    let (_dir, store) = store().await;
+    let live = Arc::new(LiveCluster::default());
+    live.reload(&store).await.unwrap();
+    let server = TestServer::start(live.clone(), ServerConfig::default())
+        .await
+        .unwrap();
+    let source = Arc::new(ClusterSource::connect(options(&server)).await.unwrap());
+    let local = FlussSession::new(store.clone()).await.unwrap();
+    let remote = FlussSession::new(source).await.unwrap();
+    let (scan, lookup) = (
+        "SELECT * FROM db.plain ORDER BY id",
+        "SELECT v FROM db.kv WHERE id = 1",
+    );
+    for sql in [scan, lookup] {
+        let want = render(&local.execute(sql).await.unwrap());
+        assert_eq!(render(&remote.execute(sql).await.unwrap()), want, "{sql}");
+        // warm: one Metadata request, which confirms the tables as last seen
+        server.clear_received_api_keys();
+        assert_eq!(render(&remote.execute(sql).await.unwrap()), want, "{sql}");
+        let keys = server.received_api_keys();
+        let requests = keys.iter().filter(|k| **k == METADATA).count();
+        assert_eq!(requests, 1, "{sql}: {keys:?}");
+    }
+    // Both tables dropped and created again with other columns and rows, behind the
+    // session's back: the speculative run (old table ids, old schemas) is thrown away.
+    for sql in [
+        "DROP TABLE db.plain",
+        "CREATE TABLE db.plain (id BIGINT, tag STRING, extra INT) WITH ('bucket.num' = '2')",
+        "INSERT INTO db.plain VALUES (9, 'new', 1)",
+        "DROP TABLE db.kv",
+        "CREATE TABLE db.kv (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '3')",
+        "INSERT INTO db.kv VALUES (1, 'again')",
+    ] {
+        local.execute(sql).await.unwrap();
+    }
+    live.reload(&store).await.unwrap();
+    for sql in [scan, lookup, "EXPLAIN SELECT * FROM db.plain"] {
+        let want = render(&local.execute(sql).await.unwrap());
+        let got = render(&remote.execute(sql).await.unwrap());
+        if sql.starts_with("EXPLAIN") {
+            assert!(got.contains("extra"), "{sql}: {got}");
+        } else {
+            assert_eq!(got, want, "{sql}");
+        }
+    }
+    assert!(
+        render(&remote.execute(lookup).await.unwrap()).contains("again"),
+        "the lookup reads the new table"
+    );
+    // a table gone: the error names it
+    local.execute("DROP TABLE db.plain").await.unwrap();
+    live.reload(&store).await.unwrap();
+    let error = remote.execute(scan).await.unwrap_err();
+    assert!(error.to_string().contains("plain"), "{error}");
 }

@@ -772,6 +772,19 @@ impl FlussSource for ClusterSource {
         self.tables_metadata(paths).await
     }
 
+    /// From fluss-rs's metadata cache, which every Metadata answer updates.
+    fn last_seen_tables(&self, paths: &[TablePath]) -> Option<HashMap<TablePath, TableInfo>> {
+        let cluster = self.connection.get_metadata().get_cluster();
+        paths
+            .iter()
+            .map(|p| {
+                cluster
+                    .opt_get_table(p)
+                    .map(|info| (p.clone(), info.clone()))
+            })
+            .collect()
+    }
+
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>> {
         let (admin, path) = (self.admin.clone(), table.path.clone());
         self.read_on_client(|| {
