@@ -316,6 +316,8 @@ async fn filters_go_to_the_server_which_leaves_out_batches_that_cannot_match() {
 
 /// Fluss's `MetaData` API key.
 const METADATA: i16 = 1012;
+/// Fluss's `Lookup` API key.
+const LOOKUP: i16 = 1017;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_fetches_the_metadata_of_its_tables_in_one_request() {
@@ -368,6 +370,11 @@ async fn a_statement_planned_from_tables_last_seen_runs_again_when_they_changed(
         let keys = server.received_api_keys();
         let requests = keys.iter().filter(|k| **k == METADATA).count();
         assert_eq!(requests, 1, "{sql}: {keys:?}");
+        if sql == lookup {
+            // and besides it only the Lookup: no offsets, no lake snapshot, no fetch
+            assert_eq!(keys.len(), 2, "{sql}: {keys:?}");
+            assert!(keys.contains(&LOOKUP), "{sql}: {keys:?}");
+        }
     }
     // Both tables dropped and created again with other columns and rows, behind the
     // session's back: the speculative run (old table ids, old schemas) is thrown away.

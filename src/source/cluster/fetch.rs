@@ -544,4 +544,41 @@ mod tests {
         assert_eq!(torn_batch(&records), Some((42, 112)));
         assert_eq!(torn_batch(&records[..10]), None);
     }
+
+    /// The idle check answers at once, from the socket alone: open while nothing
+    /// arrived, open while bytes wait to be read (they are only peeked), and closed
+    /// once the peer closed its end.
+    #[tokio::test]
+    async fn an_idle_connection_is_seen_open_or_closed_at_once() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        assert!(!closed_by_peer(&client));
+        server.write_all(b"x").await.unwrap();
+        client.readable().await.unwrap();
+        assert!(!closed_by_peer(&client), "pending bytes are not a close");
+        assert!(!closed_by_peer(&client), "the peeked byte is still there");
+        drop(server);
+        // the close arrives after the byte; read the byte so the end shows
+        let mut byte = [0u8; 1];
+        loop {
+            client.readable().await.unwrap();
+            match client.try_read(&mut byte) {
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // the close travels on its own; give it up to 10 s
+        for _ in 0..10_000 {
+            if closed_by_peer(&client) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("the closed connection was never seen closed");
+    }
 }
