@@ -434,7 +434,7 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
          | what | median (ms) | ratio |\n|---|---:|---:|\n\
          | point lookup, SQL | {:.2} | {:.2}x the Lookuper |\n\
          | point lookup, `Lookuper::lookup` | {:.2} | |\n\
-         | `EXPLAIN` of the SQL lookup (table metadata request and planning) | {:.2} | |\n\
+         | `EXPLAIN` of the SQL lookup (planning, beside the table metadata request that confirms it) | {:.2} | |\n\
          | enrichment join by lookups | {:.1} | scanning / lookups {:.2}x |\n\
          | enrichment join by scanning | {:.1} | |\n\n\
          By default (`fluss.lookup_key_cost_rows` = {}) the session's plan for this \
