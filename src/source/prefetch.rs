@@ -12,7 +12,7 @@
 //! [`with_tables_confirmed`] plans and runs it from the tables as the source last
 //! saw them while the request is in flight, and keeps the answer only when the
 //! request finds every table unchanged (same table id, schema id, creation and
-//! modification time). Otherwise the speculative run is dropped and the statement
+//! modification time, bucket count). Otherwise the speculative run is dropped and the statement
 //! runs again from the fresh metadata: the answer is always one planned from
 //! metadata read after the statement started. A point lookup on a cluster then
 //! costs one round trip (the lookup), not two.
@@ -65,19 +65,19 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T>>,
 {
-    let seen = match paths.is_empty() {
-        true => None,
-        false => source.last_seen_tables(paths),
-    };
+    let seen = (!paths.is_empty())
+        .then(|| source.last_seen_tables(paths))
+        .flatten();
     let Some(seen) = seen else {
         return with_tables_prefetched(source, paths, run()).await;
     };
     let seen = Arc::new(seen);
+    let confirms = |fresh: &Result<HashMap<TablePath, TableInfo>>| matches!(fresh, Ok(tables) if unchanged(&seen, tables));
     let fresh = Box::pin(source.prefetch_tables(paths));
     let speculative = Box::pin(PREFETCHED.scope(seen.clone(), run()));
     let fresh = match select(fresh, speculative).await {
         Either::Left((fresh, speculative)) => {
-            if matches!(&fresh, Ok(tables) if unchanged(&seen, tables)) {
+            if confirms(&fresh) {
                 return speculative.await;
             }
             // dropped before running again: its reads stop here
@@ -86,7 +86,7 @@ where
         }
         Either::Right((answer, fresh)) => {
             let fresh = fresh.await;
-            if matches!(&fresh, Ok(tables) if unchanged(&seen, tables)) {
+            if confirms(&fresh) {
                 return answer;
             }
             fresh

@@ -41,9 +41,10 @@ impl UnionCut {
 
 /// Pins the cut of `table`. `keep_partition` selects partitions by name (partition
 /// pruning) and `buckets`, when given, the buckets (a filter that fixes the bucket
-/// key: the other buckets' offsets are never looked up); `use_lake` pins the readable lake snapshot (off for log-only reads) and
-/// `read_log` resolves the per-bucket log ranges (off for lake-only reads, which would
-/// otherwise look up every bucket's offsets for nothing).
+/// key: the other buckets' offsets are never looked up); `use_lake` pins the
+/// readable lake snapshot (off for log-only reads) and `read_log` resolves the
+/// per-bucket log ranges (off for lake-only reads, which would otherwise look up
+/// every bucket's offsets for nothing).
 pub async fn plan_cut(
     source: &dyn FlussSource,
     table: &FlussTable,
