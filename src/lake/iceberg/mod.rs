@@ -10,9 +10,11 @@
 //! field, its bucket.
 //!
 //! Metadata and planning use the `iceberg` crate; tasks with delete files are read by
-//! its arrow reader (arrow 58, bridged), the rest by DataFusion's parquet source.
+//! its arrow reader (arrow 58, bridged) with the deletes applied by this crate
+//! (`delete_reader.rs` says why), the rest by DataFusion's parquet source.
 
 mod catalog;
+mod delete_reader;
 mod deletes;
 mod hadoop;
 mod predicate;

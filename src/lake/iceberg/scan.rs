@@ -1,5 +1,6 @@
 //! Planning a pinned Iceberg snapshot into [`LakeSplit`]s, and reading the tasks that
-//! carry delete files with the `iceberg` crate's reader.
+//! carry delete files (the `iceberg` crate's reader, deletes applied by
+//! [`super::delete_reader`]).
 
 use datafusion::arrow::array::RecordBatch;
 use futures::stream::BoxStream;
@@ -13,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use super::lake_error;
 use super::predicate::to_iceberg_predicate;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lake::arrow_bridge::from_arrow58;
 use crate::lake::{
     ColumnMapping, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask, iso_date,
 };
@@ -251,9 +251,9 @@ fn partition_value(value: Option<&Literal>, ty: &Type) -> Result<String> {
     })
 }
 
-/// Reads planned tasks with the `iceberg` reader (position and equality deletes
-/// applied, columns matched by field id), projected to `columns`, as arrow-59
-/// batches in the lake's types.
+/// Reads planned tasks with the `iceberg` reader (columns matched by field id),
+/// position and equality deletes applied ([`super::delete_reader`]), projected to
+/// `columns`, as arrow-59 batches in the lake's types.
 pub fn read_tasks(
     table: &Table,
     mut tasks: Vec<FileScanTask>,
@@ -284,22 +284,5 @@ pub fn read_tasks(
         // caller re-applies it); iceberg's reader would filter rows with it.
         task.predicate = None;
     }
-    let name = table.identifier().to_string();
-    let stream = futures::stream::iter(tasks.into_iter().map(Ok)).boxed();
-    let result = table
-        .reader_builder()
-        .build()
-        .read(stream)
-        .map_err(lake_error("cannot read the Iceberg table", &name))?;
-    Ok(result
-        .stream()
-        .map(move |b| {
-            b.map_err(|e| {
-                Error::new(ErrorKind::Lake, "Iceberg read failed")
-                    .with_context("table", &name)
-                    .with_source(e)
-            })
-            .and_then(from_arrow58)
-        })
-        .boxed())
+    Ok(super::delete_reader::read_with_deletes(table, tasks))
 }
