@@ -36,6 +36,9 @@ use rand::{Rng, SeedableRng};
 const DEFAULT_SEED: u64 = 0xF1_0055_D1FF;
 const DEFAULT_STEPS: usize = 90;
 const KEY_SPACE: i64 = 24;
+/// Longer than any one query here takes: a read that hangs (a lost wake-up, say)
+/// fails the run naming its query and history, instead of stalling the suite.
+const QUERY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
 
 type Row = (i64, Option<String>, Option<i32>);
 /// A rendered result row: every cell as text, `None` for NULL.
@@ -319,9 +322,14 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     async fn query(&self, sql: &str) -> Result<Vec<Rendered>, String> {
-        let df = self.ctx.sql(sql).await.map_err(|e| format!("error: {e}"))?;
-        let batches = df.collect().await.map_err(|e| format!("error: {e}"))?;
-        Ok(render(&batches))
+        let run = async {
+            let df = self.ctx.sql(sql).await.map_err(|e| format!("error: {e}"))?;
+            df.collect().await.map_err(|e| format!("error: {e}"))
+        };
+        match tokio::time::timeout(QUERY_DEADLINE, run).await {
+            Ok(batches) => Ok(render(&batches?)),
+            Err(_) => Err(format!("did not finish within {QUERY_DEADLINE:?}")),
+        }
     }
 
     async fn check(&mut self, step: usize, sql: &str, expected: Vec<Rendered>) {

@@ -16,6 +16,7 @@
 //! * [`s3`]: a local S3-compatible server (moto) for lakes on object storage.
 //! * [`real_fluss`]: the real Apache Fluss (cluster, tiering service, Flink's union read)
 //!   from `tests/real-fluss/`, driven by JSON commands.
+//! * [`watchdog`]: a time limit that stops a hung test process, naming the test.
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
@@ -48,3 +49,4 @@ pub mod real_fluss;
 pub mod real_source;
 pub mod s3;
 pub mod server;
+pub mod watchdog;

@@ -30,7 +30,10 @@ mod scenario;
 
 use std::sync::Mutex;
 
+use std::time::Duration;
+
 use fluss_test_support::real_fluss::RealFluss;
+use fluss_test_support::watchdog::Watchdog;
 
 /// One real cluster at a time: two JVMs with Flink mini clusters would only fight
 /// over the two cores.
@@ -41,6 +44,11 @@ fn run(format: &str) {
         return;
     }
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    // the harness's own life is bounded; a read of ours that hangs is not
+    let _limit = Watchdog::arm(
+        format!("real_fluss::{format}_union_reads_match_flink"),
+        Duration::from_secs(1500),
+    );
     let mut fluss = RealFluss::start(format, 1500).expect("the real-Fluss harness starts");
     let mut failures = scenario::run_matrix(&mut fluss);
     // the lakes our own tiering writes, read by the format's own Java reader
@@ -78,6 +86,10 @@ fn faults_of_a_real_cluster_end_in_the_full_answer_or_a_named_error() {
         return;
     }
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _limit = Watchdog::arm(
+        "real_fluss::faults_of_a_real_cluster_end_in_the_full_answer_or_a_named_error",
+        Duration::from_secs(900),
+    );
     let mut fluss = RealFluss::start("paimon", 900).expect("the real-Fluss harness starts");
     faults::run(&mut fluss);
 }
