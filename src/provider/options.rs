@@ -27,6 +27,16 @@ extensions_options! {
         /// scans read remote object storage; 0 looks up whenever the keys fit
         /// `max_lookup_keys`.
         pub lookup_key_cost_rows: usize, default = 128
+        /// How old, in milliseconds, the table metadata a read-only statement on a
+        /// cluster is planned from may be without a request confirming it. 0 (the
+        /// default): every such statement sends one Metadata request beside its
+        /// planning, and its answer stands only if the tables did not change, so no
+        /// answer is planned from metadata older than the statement. Above 0, a
+        /// statement whose tables were all fetched within that time runs from them
+        /// without the request, as a metastore cache's time to live: a table dropped,
+        /// created again or altered meanwhile is seen only once that time has passed,
+        /// and until then its reads fail naming the table or read it as it was.
+        pub metadata_max_age_ms: u64, default = 0
     }
 }
 

@@ -223,6 +223,15 @@ pub trait FlussSource: Debug + Send + Sync {
         None
     }
 
+    /// How long ago this source last fetched the metadata of `paths` (of the one
+    /// fetched longest ago), if it fetched every one of them: a read-only statement
+    /// may skip confirming tables seen recently enough (`fluss.metadata_max_age_ms`,
+    /// [`prefetch::with_tables_confirmed`]). Sources that keep none answer `None`
+    /// (the default).
+    fn last_seen_age(&self, _paths: &[TablePath]) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Partitions of a partitioned table.
     async fn list_partitions(&self, table: &FlussTable) -> Result<Vec<PartitionInfo>>;
 

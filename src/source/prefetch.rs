@@ -17,12 +17,17 @@
 //! metadata read after the statement started. A point lookup on a cluster then
 //! costs one round trip (the lookup), not two.
 //!
+//! A session may accept metadata of a bounded age instead (`fluss.metadata_max_age_ms`,
+//! 0 by default): tables the source fetched within that time are planned from as they
+//! are, with no request at all.
+//!
 //! `FlussSession` does this for every query; an app planning through its own
 //! `SessionContext` can wrap `SessionState::statement_to_plan` the same way.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use fluss::metadata::{TableInfo, TablePath};
 use futures::future::{Either, select};
@@ -54,11 +59,13 @@ pub async fn with_tables_prefetched<F: Future>(
 /// Runs a statement that only reads (`run` plans and executes it, and may be called
 /// twice) from the metadata of `paths` as `source` last saw it, while one request
 /// fetches the current metadata; the answer stands only if nothing changed, else
-/// `run` runs again from the fresh metadata. Without last-seen metadata for every
-/// table, this is [`with_tables_prefetched`].
+/// `run` runs again from the fresh metadata. Tables the source fetched within
+/// `max_age` (when not zero) are not confirmed: the statement just runs from them.
+/// Without last-seen metadata for every table, this is [`with_tables_prefetched`].
 pub async fn with_tables_confirmed<T, F, Fut>(
     source: &dyn FlussSource,
     paths: &[TablePath],
+    max_age: Duration,
     run: F,
 ) -> Result<T>
 where
@@ -72,6 +79,13 @@ where
         return with_tables_prefetched(source, paths, run()).await;
     };
     let seen = Arc::new(seen);
+    let young = !max_age.is_zero()
+        && source
+            .last_seen_age(paths)
+            .is_some_and(|age| age <= max_age);
+    if young {
+        return PREFETCHED.scope(seen, run()).await;
+    }
     let confirms = |fresh: &Result<HashMap<TablePath, TableInfo>>| matches!(fresh, Ok(tables) if unchanged(&seen, tables));
     let fresh = Box::pin(source.prefetch_tables(paths));
     let speculative = Box::pin(PREFETCHED.scope(seen.clone(), run()));

@@ -421,7 +421,14 @@ impl FlussSession {
         let tables = self.fluss_tables_of(&state, &statement)?;
         let run = || self.plan_and_collect(&state, statement.clone());
         let (schema, batches) = if statement::reads_only(&statement) {
-            with_tables_confirmed(self.source.as_ref(), &tables, run).await?
+            let max_age = state
+                .config()
+                .options()
+                .extensions
+                .get::<FlussOptions>()
+                .map_or(0, |o| o.metadata_max_age_ms);
+            let max_age = std::time::Duration::from_millis(max_age);
+            with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await?
         } else {
             with_tables_prefetched(self.source.as_ref(), &tables, run()).await?
         };

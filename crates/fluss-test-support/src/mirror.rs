@@ -196,6 +196,10 @@ impl FlussSource for MirroredSource {
         self.cluster.last_seen_tables(paths)
     }
 
+    fn last_seen_age(&self, paths: &[TablePath]) -> Option<std::time::Duration> {
+        self.cluster.last_seen_age(paths)
+    }
+
     async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
         self.cluster.lookup_keys(table, keys).await
     }

@@ -409,3 +409,57 @@ async fn a_statement_planned_from_tables_last_seen_runs_again_when_they_changed(
     let error = remote.execute(scan).await.unwrap_err();
     assert!(error.to_string().contains("plain"), "{error}");
 }
+
+/// With `fluss.metadata_max_age_ms`, a statement on tables fetched within that time
+/// sends no Metadata request (a point lookup: the Lookup alone), and sees a change
+/// only once the age has passed; at 0 every statement confirms again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_younger_than_the_session_allows_is_not_confirmed() {
+    let (_dir, store) = store().await;
+    let live = Arc::new(LiveCluster::default());
+    live.reload(&store).await.unwrap();
+    let server = TestServer::start(live.clone(), ServerConfig::default())
+        .await
+        .unwrap();
+    let source = Arc::new(ClusterSource::connect(options(&server)).await.unwrap());
+    let local = FlussSession::new(store.clone()).await.unwrap();
+    let remote = FlussSession::new(source).await.unwrap();
+    let lookup = "SELECT v FROM db.kv WHERE id = 1";
+    let want = render(&local.execute(lookup).await.unwrap());
+    remote
+        .execute("SET fluss.metadata_max_age_ms = 2000")
+        .await
+        .unwrap();
+    assert_eq!(render(&remote.execute(lookup).await.unwrap()), want);
+    server.clear_received_api_keys();
+    assert_eq!(render(&remote.execute(lookup).await.unwrap()), want);
+    assert_eq!(server.received_api_keys(), vec![LOOKUP], "the Lookup alone");
+    // changed behind the session's back: seen once the age has passed
+    for sql in [
+        "DROP TABLE db.kv",
+        "CREATE TABLE db.kv (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+         WITH ('bucket.num' = '3')",
+        "INSERT INTO db.kv VALUES (1, 'again')",
+    ] {
+        local.execute(sql).await.unwrap();
+    }
+    live.reload(&store).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    assert!(
+        render(&remote.execute(lookup).await.unwrap()).contains("again"),
+        "the lookup reads the new table once the age has passed"
+    );
+    // at 0, every statement confirms its tables again
+    remote
+        .execute("SET fluss.metadata_max_age_ms = 0")
+        .await
+        .unwrap();
+    server.clear_received_api_keys();
+    remote.execute(lookup).await.unwrap();
+    let keys = server.received_api_keys();
+    assert_eq!(
+        keys.iter().filter(|k| **k == METADATA).count(),
+        1,
+        "{keys:?}"
+    );
+}

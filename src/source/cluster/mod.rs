@@ -104,6 +104,9 @@ pub struct ClusterSource {
     /// changes, so only a table's first statement under a new schema fetches the
     /// older ones.
     schemas: std::sync::Mutex<HashMap<(i64, i32), Arc<SchemaHistory>>>,
+    /// When each table's metadata was last asked for (the request's start, so an
+    /// age is never understated).
+    fetched_at: std::sync::Mutex<HashMap<TablePath, std::time::Instant>>,
 }
 
 /// Open fetch connections by (tablet server address, stripe).
@@ -242,6 +245,7 @@ impl ClusterSource {
             tablets: Default::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             schemas: Default::default(),
+            fetched_at: Default::default(),
         })
     }
 
@@ -343,6 +347,7 @@ impl ClusterSource {
     /// answers it from its cache (`RpcServiceBase.processMetadataRequest`; a table
     /// missing there is read from ZooKeeper, one that does not exist is an error).
     async fn tables_metadata(&self, paths: &[TablePath]) -> Result<HashMap<TablePath, TableInfo>> {
+        let asked = std::time::Instant::now();
         let metadata = self.connection.get_metadata();
         let owned = paths.to_vec();
         self.read_on_client(|| {
@@ -360,14 +365,24 @@ impl ClusterSource {
             &self.options.bootstrap_servers,
         ))?;
         let cluster = metadata.get_cluster();
-        Ok(paths
+        let found: HashMap<TablePath, TableInfo> = paths
             .iter()
             .filter_map(|p| {
                 cluster
                     .opt_get_table(p)
                     .map(|info| (p.clone(), info.clone()))
             })
-            .collect())
+            .collect();
+        if let Ok(mut fetched) = self.fetched_at.lock() {
+            for path in paths {
+                if found.contains_key(path) {
+                    fetched.insert(path.clone(), asked);
+                } else {
+                    fetched.remove(path);
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// An older schema of a table (immutable once written, so its history is cached).
@@ -773,6 +788,14 @@ impl FlussSource for ClusterSource {
     }
 
     /// From fluss-rs's metadata cache, which every Metadata answer updates.
+    fn last_seen_age(&self, paths: &[TablePath]) -> Option<Duration> {
+        let fetched = self.fetched_at.lock().ok()?;
+        paths
+            .iter()
+            .map(|p| fetched.get(p).map(std::time::Instant::elapsed))
+            .try_fold(Duration::ZERO, |oldest, age| age.map(|a| oldest.max(a)))
+    }
+
     fn last_seen_tables(&self, paths: &[TablePath]) -> Option<HashMap<TablePath, TableInfo>> {
         let cluster = self.connection.get_metadata().get_cluster();
         paths
