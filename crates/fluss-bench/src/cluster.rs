@@ -165,6 +165,9 @@ pub struct KeyLookupResult {
     /// `EXPLAIN` of the statement, per key: the table's metadata and planning, without
     /// the lookup.
     pub sql_planning: Timing,
+    /// The statement with `fluss.metadata_max_age_ms` = [`AGED_METADATA_MS`]: planned
+    /// from the table as last fetched, without the Metadata request confirming it.
+    pub sql_aged_metadata: Timing,
     /// The enrichment join timed (recent log rows joined with the table on its key).
     pub enrichment_query: String,
     /// The join with lookups (`fluss.key_lookups` on and `fluss.lookup_key_cost_rows`
@@ -176,6 +179,9 @@ pub struct KeyLookupResult {
     /// (`fluss.lookup_key_cost_rows`).
     pub enrichment_default: String,
 }
+
+/// `fluss.metadata_max_age_ms` of [`KeyLookupResult::sql_aged_metadata`].
+pub const AGED_METADATA_MS: u64 = 60_000;
 
 /// Log rows of the enrichment join (each a random key of the table).
 pub const ENRICHMENT_EVENTS: usize = 1_000;
@@ -330,7 +336,8 @@ pub async fn measure_lookups(
         .and_then(|l| l.create_lookuper())
         .context(|| "fluss-rs lookuper".into())?;
     let query = format!("SELECT * FROM {database}.{table} WHERE {key_column} = {{key}}");
-    let (mut direct, mut sql, mut planning) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut direct, mut sql, mut planning, mut aged) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..warmup.max(1) + runs.max(5) {
         let k = keys(i);
         let started = Instant::now();
@@ -354,14 +361,29 @@ pub async fn measure_lookups(
         let started = Instant::now();
         remote.execute(&explain).await.context(|| explain.clone())?;
         let planning_ms = started.elapsed().as_secs_f64() * 1e3;
+        // and with metadata of a bounded age accepted: no confirming request
+        let set = format!("SET fluss.metadata_max_age_ms = {AGED_METADATA_MS}");
+        remote.execute(&set).await.context(|| set.clone())?;
+        let started = Instant::now();
+        let again = remote
+            .execute(&statement)
+            .await
+            .context(|| statement.clone())?;
+        let aged_ms = started.elapsed().as_secs_f64() * 1e3;
+        remote
+            .execute("SET fluss.metadata_max_age_ms = 0")
+            .await
+            .context(|| "SET".into())?;
         let answered: usize = batches.iter().map(|b| b.num_rows()).sum();
-        if answered != found || answered != 1 {
+        let answered_again: usize = again.iter().map(|b| b.num_rows()).sum();
+        if answered != found || answered != 1 || answered_again != 1 {
             return Err(format!("{statement}: {answered} rows, the Lookuper found {found}").into());
         }
         if i >= warmup.max(1) {
             direct.push(lookuper_ms);
             sql.push(sql_ms);
             planning.push(planning_ms);
+            aged.push(aged_ms);
         }
     }
     // the enrichment join, with lookups and scanning, in turn
@@ -434,5 +456,6 @@ pub async fn measure_lookups(
         lookuper: Timing::from_samples(direct, 1),
         sql: Timing::from_samples(sql, 1),
         sql_planning: Timing::from_samples(planning, 1),
+        sql_aged_metadata: Timing::from_samples(aged, 1),
     })
 }

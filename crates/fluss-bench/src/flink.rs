@@ -371,8 +371,9 @@ async fn lookups_on(
     )
     .await?;
     eprintln!(
-        "vs-flink: point lookup SQL {:.2} ms (EXPLAIN {:.2} ms), Lookuper {:.2} ms; enrichment join by lookups {:.1} ms, by scanning {:.1} ms",
+        "vs-flink: point lookup SQL {:.2} ms (aged metadata {:.2} ms, EXPLAIN {:.2} ms), Lookuper {:.2} ms; enrichment join by lookups {:.1} ms, by scanning {:.1} ms",
         result.sql.median_ms,
+        result.sql_aged_metadata.median_ms,
         result.sql_planning.median_ms,
         result.lookuper.median_ms,
         result.enrichment_lookup.median_ms,
@@ -434,6 +435,7 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
          | what | median (ms) | ratio |\n|---|---:|---:|\n\
          | point lookup, SQL | {:.2} | {:.2}x the Lookuper |\n\
          | point lookup, `Lookuper::lookup` | {:.2} | |\n\
+         | point lookup, SQL, `fluss.metadata_max_age_ms` = {} (no confirming metadata request) | {:.2} | {:.2}x the Lookuper |\n\
          | `EXPLAIN` of the SQL lookup (planning, beside the table metadata request that confirms it) | {:.2} | |\n\
          | enrichment join by lookups | {:.1} | scanning / lookups {:.2}x |\n\
          | enrichment join by scanning | {:.1} | |\n\n\
@@ -447,6 +449,9 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
         l.sql.median_ms,
         l.sql.median_ms / l.lookuper.median_ms,
         l.lookuper.median_ms,
+        crate::cluster::AGED_METADATA_MS,
+        l.sql_aged_metadata.median_ms,
+        l.sql_aged_metadata.median_ms / l.lookuper.median_ms,
         l.sql_planning.median_ms,
         l.enrichment_lookup.median_ms,
         l.enrichment_scan.median_ms / l.enrichment_lookup.median_ms,
