@@ -28,6 +28,30 @@ async fn serve(store: &LocalStore, config: ServerConfig) -> TestServer {
     TestServer::start(Arc::new(model), config).await.unwrap()
 }
 
+/// `db.kv` dropped and created again, holding `(1, 'again')`.
+const KV_CREATED_AGAIN: [&str; 3] = [
+    "DROP TABLE db.kv",
+    "CREATE TABLE db.kv (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+     WITH ('bucket.num' = '3')",
+    "INSERT INTO db.kv VALUES (1, 'again')",
+];
+
+/// A test server serving `store` as it is when reloaded, and a session on the store
+/// and one on the cluster.
+async fn live_sessions(
+    store: &Arc<LocalStore>,
+) -> (Arc<LiveCluster>, TestServer, FlussSession, FlussSession) {
+    let live = Arc::new(LiveCluster::default());
+    live.reload(store).await.unwrap();
+    let server = TestServer::start(live.clone(), ServerConfig::default())
+        .await
+        .unwrap();
+    let source = Arc::new(ClusterSource::connect(options(&server)).await.unwrap());
+    let local = FlussSession::new(store.clone()).await.unwrap();
+    let remote = FlussSession::new(source).await.unwrap();
+    (live, server, local, remote)
+}
+
 fn options(server: &TestServer) -> ClusterOptions {
     ClusterOptions {
         bootstrap_servers: server.bootstrap_servers(),
@@ -349,14 +373,7 @@ async fn a_statement_fetches_the_metadata_of_its_tables_in_one_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_planned_from_tables_last_seen_runs_again_when_they_changed() {
     let (_dir, store) = store().await;
-    let live = Arc::new(LiveCluster::default());
-    live.reload(&store).await.unwrap();
-    let server = TestServer::start(live.clone(), ServerConfig::default())
-        .await
-        .unwrap();
-    let source = Arc::new(ClusterSource::connect(options(&server)).await.unwrap());
-    let local = FlussSession::new(store.clone()).await.unwrap();
-    let remote = FlussSession::new(source).await.unwrap();
+    let (live, server, local, remote) = live_sessions(&store).await;
     let (scan, lookup) = (
         "SELECT * FROM db.plain ORDER BY id",
         "SELECT v FROM db.kv WHERE id = 1",
@@ -378,15 +395,12 @@ async fn a_statement_planned_from_tables_last_seen_runs_again_when_they_changed(
     }
     // Both tables dropped and created again with other columns and rows, behind the
     // session's back: the speculative run (old table ids, old schemas) is thrown away.
-    for sql in [
+    let plain_again = [
         "DROP TABLE db.plain",
         "CREATE TABLE db.plain (id BIGINT, tag STRING, extra INT) WITH ('bucket.num' = '2')",
         "INSERT INTO db.plain VALUES (9, 'new', 1)",
-        "DROP TABLE db.kv",
-        "CREATE TABLE db.kv (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
-         WITH ('bucket.num' = '3')",
-        "INSERT INTO db.kv VALUES (1, 'again')",
-    ] {
+    ];
+    for sql in plain_again.into_iter().chain(KV_CREATED_AGAIN) {
         local.execute(sql).await.unwrap();
     }
     live.reload(&store).await.unwrap();
@@ -416,14 +430,7 @@ async fn a_statement_planned_from_tables_last_seen_runs_again_when_they_changed(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_younger_than_the_session_allows_is_not_confirmed() {
     let (_dir, store) = store().await;
-    let live = Arc::new(LiveCluster::default());
-    live.reload(&store).await.unwrap();
-    let server = TestServer::start(live.clone(), ServerConfig::default())
-        .await
-        .unwrap();
-    let source = Arc::new(ClusterSource::connect(options(&server)).await.unwrap());
-    let local = FlussSession::new(store.clone()).await.unwrap();
-    let remote = FlussSession::new(source).await.unwrap();
+    let (live, server, local, remote) = live_sessions(&store).await;
     let lookup = "SELECT v FROM db.kv WHERE id = 1";
     let want = render(&local.execute(lookup).await.unwrap());
     remote
@@ -435,12 +442,7 @@ async fn metadata_younger_than_the_session_allows_is_not_confirmed() {
     assert_eq!(render(&remote.execute(lookup).await.unwrap()), want);
     assert_eq!(server.received_api_keys(), vec![LOOKUP], "the Lookup alone");
     // changed behind the session's back: seen once the age has passed
-    for sql in [
-        "DROP TABLE db.kv",
-        "CREATE TABLE db.kv (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
-         WITH ('bucket.num' = '3')",
-        "INSERT INTO db.kv VALUES (1, 'again')",
-    ] {
+    for sql in KV_CREATED_AGAIN {
         local.execute(sql).await.unwrap();
     }
     live.reload(&store).await.unwrap();

@@ -332,59 +332,50 @@ async fn load_positions(
     loaded: &LoadedDeletes,
     delete: &FileScanTaskDeleteFile,
 ) -> Result<Arc<PositionsByFile>> {
-    if let Some(found) = loaded
-        .positions
-        .lock()
-        .ok()
-        .and_then(|l| l.get(&delete.file_path).cloned())
-    {
-        return Ok(found);
-    }
-    let bytes = read_delete_file(table, delete).await?;
-    let batches = read_columns(bytes, delete, |fields| {
-        let find = |id: i32, name: &str| {
-            fields
-                .iter()
-                .position(|(i, _)| *i == Some(id))
-                .or_else(|| fields.iter().position(|(_, n)| n == name))
-                .ok_or_else(|| {
-                    Error::data_invalid(format!(
-                        "an Iceberg position-delete file has no '{name}' column"
-                    ))
-                })
-        };
-        Ok(vec![
-            find(DELETE_FILE_PATH_ID, "file_path")?,
-            find(DELETE_FILE_POS_ID, "pos")?,
-        ])
-    })?;
-    let mut by_file = PositionsByFile::new();
-    for batch in &batches {
-        let paths = cast(batch.column(0), &DataType::Utf8)?;
-        let positions = cast(batch.column(1), &DataType::Int64)?;
-        let (paths, positions) = (
-            paths.as_string::<i32>(),
-            positions.as_primitive::<Int64Type>(),
-        );
-        for i in 0..batch.num_rows() {
-            if paths.is_null(i) || positions.is_null(i) {
-                return Err(Error::data_invalid(
-                    "an Iceberg position-delete file has a null path or position",
-                )
-                .with_context("file", &delete.file_path)
-                .with_context("row", i));
+    once_per_read(&loaded.positions, &delete.file_path, async {
+        let bytes = read_delete_file(table, delete).await?;
+        let batches = read_columns(bytes, delete, |fields| {
+            let find = |id: i32, name: &str| {
+                fields
+                    .iter()
+                    .position(|(i, _)| *i == Some(id))
+                    .or_else(|| fields.iter().position(|(_, n)| n == name))
+                    .ok_or_else(|| {
+                        Error::data_invalid(format!(
+                            "an Iceberg position-delete file has no '{name}' column"
+                        ))
+                    })
+            };
+            Ok(vec![
+                find(DELETE_FILE_PATH_ID, "file_path")?,
+                find(DELETE_FILE_POS_ID, "pos")?,
+            ])
+        })?;
+        let mut by_file = PositionsByFile::new();
+        for batch in &batches {
+            let paths = cast(batch.column(0), &DataType::Utf8)?;
+            let positions = cast(batch.column(1), &DataType::Int64)?;
+            let (paths, positions) = (
+                paths.as_string::<i32>(),
+                positions.as_primitive::<Int64Type>(),
+            );
+            for i in 0..batch.num_rows() {
+                if paths.is_null(i) || positions.is_null(i) {
+                    return Err(Error::data_invalid(
+                        "an Iceberg position-delete file has a null path or position",
+                    )
+                    .with_context("file", &delete.file_path)
+                    .with_context("row", i));
+                }
+                by_file
+                    .entry(paths.value(i).to_string())
+                    .or_default()
+                    .push(positions.value(i));
             }
-            by_file
-                .entry(paths.value(i).to_string())
-                .or_default()
-                .push(positions.value(i));
         }
-    }
-    let by_file = Arc::new(by_file);
-    if let Ok(mut l) = loaded.positions.lock() {
-        l.insert(delete.file_path.clone(), by_file.clone());
-    }
-    Ok(by_file)
+        Ok(by_file)
+    })
+    .await
 }
 
 /// The rows of an equality-delete file: its columns of `ids`, in that order.
@@ -394,34 +385,40 @@ async fn load_equality(
     delete: &FileScanTaskDeleteFile,
     ids: &[i32],
 ) -> Result<Arc<Vec<RecordBatch>>> {
-    if let Some(found) = loaded
-        .equalities
-        .lock()
-        .ok()
-        .and_then(|l| l.get(&delete.file_path).cloned())
-    {
+    once_per_read(&loaded.equalities, &delete.file_path, async {
+        let bytes = read_delete_file(table, delete).await?;
+        read_columns(bytes, delete, |fields| {
+            ids.iter()
+                .map(|id| {
+                    fields
+                        .iter()
+                        .position(|(i, _)| *i == Some(*id))
+                        .ok_or_else(|| {
+                            Error::data_invalid(format!(
+                                "an Iceberg equality-delete file has no column with field id {id}"
+                            ))
+                        })
+                })
+                .collect()
+        })
+    })
+    .await
+}
+
+/// What `map` holds for `path`, else what `load` gives, kept for the rest of the read.
+async fn once_per_read<T>(
+    map: &Mutex<HashMap<String, Arc<T>>>,
+    path: &str,
+    load: impl std::future::Future<Output = Result<T>>,
+) -> Result<Arc<T>> {
+    if let Some(found) = map.lock().ok().and_then(|l| l.get(path).cloned()) {
         return Ok(found);
     }
-    let bytes = read_delete_file(table, delete).await?;
-    let batches = read_columns(bytes, delete, |fields| {
-        ids.iter()
-            .map(|id| {
-                fields
-                    .iter()
-                    .position(|(i, _)| *i == Some(*id))
-                    .ok_or_else(|| {
-                        Error::data_invalid(format!(
-                            "an Iceberg equality-delete file has no column with field id {id}"
-                        ))
-                    })
-            })
-            .collect()
-    })?;
-    let batches = Arc::new(batches);
-    if let Ok(mut l) = loaded.equalities.lock() {
-        l.insert(delete.file_path.clone(), batches.clone());
+    let value = Arc::new(load.await?);
+    if let Ok(mut l) = map.lock() {
+        l.insert(path.to_string(), value.clone());
     }
-    Ok(batches)
+    Ok(value)
 }
 
 #[cfg(test)]
