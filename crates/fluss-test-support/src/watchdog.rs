@@ -7,10 +7,11 @@
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
-/// Stops the process when dropped later than its limit after [`Watchdog::arm`].
+/// Stops the process unless dropped within its limit after [`Watchdog::arm`]:
+/// dropping it drops the sender its thread waits on, which ends that wait.
 #[derive(Debug)]
 pub struct Watchdog {
-    disarm: Option<Sender<()>>,
+    _disarm: Option<Sender<()>>,
 }
 
 impl Watchdog {
@@ -32,15 +33,7 @@ impl Watchdog {
             });
         // without a thread there is no limit, and the test runs as it would anyway
         Self {
-            disarm: spawned.ok().map(|_| disarm),
-        }
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        if let Some(disarm) = self.disarm.take() {
-            let _ = disarm.send(());
+            _disarm: spawned.ok().map(|_| disarm),
         }
     }
 }

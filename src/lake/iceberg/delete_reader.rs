@@ -183,33 +183,34 @@ struct EqualityDeletes {
 impl EqualityDeletes {
     /// The converter and keys for batches whose equality columns are `columns`.
     fn keys(&mut self, columns: &[ArrayRef]) -> Result<&(RowConverter, HashSet<Box<[u8]>>)> {
-        if self.keys.is_none() {
-            let types: Vec<DataType> = columns.iter().map(|c| c.data_type().clone()).collect();
-            let converter = RowConverter::new(types.iter().cloned().map(SortField::new).collect())?;
-            let mut keys = HashSet::new();
-            for batch in self.rows.iter() {
-                let delete_columns = batch
-                    .columns()
-                    .iter()
-                    .zip(&types)
-                    .map(|(c, t)| cast(c, t))
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| {
-                        Error::data_invalid(
-                            "an Iceberg equality-delete file's column does not convert to the \
-                             data column's type",
-                        )
-                        .with_context("delete_file", &self.file)
-                        .with_source(e)
-                    })?;
-                let rows = converter.convert_columns(&delete_columns)?;
-                keys.extend(rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())));
+        match self.keys {
+            Some(ref keys) => Ok(keys),
+            None => {
+                let types: Vec<DataType> = columns.iter().map(|c| c.data_type().clone()).collect();
+                let converter =
+                    RowConverter::new(types.iter().cloned().map(SortField::new).collect())?;
+                let mut keys = HashSet::new();
+                for batch in self.rows.iter() {
+                    let delete_columns = batch
+                        .columns()
+                        .iter()
+                        .zip(&types)
+                        .map(|(c, t)| cast(c, t))
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map_err(|e| {
+                            Error::data_invalid(
+                                "an Iceberg equality-delete file's column does not convert to the \
+                                 data column's type",
+                            )
+                            .with_context("delete_file", &self.file)
+                            .with_source(e)
+                        })?;
+                    let rows = converter.convert_columns(&delete_columns)?;
+                    keys.extend(rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())));
+                }
+                Ok(self.keys.insert((converter, keys)))
             }
-            self.keys = Some((converter, keys));
         }
-        self.keys
-            .as_ref()
-            .ok_or_else(|| Error::internal("equality-delete keys"))
     }
 }
 
@@ -257,18 +258,17 @@ impl RowFilter {
     }
 }
 
-/// The whole bytes of a delete file.
-async fn read_delete_file(table: &Table, delete: &FileScanTaskDeleteFile) -> Result<Bytes> {
+/// The whole bytes of the delete file at `path`.
+pub(super) async fn read_delete_file(table: &Table, path: &str) -> Result<Bytes> {
     let name = table.identifier().to_string();
     table
         .file_io()
-        .new_input(&delete.file_path)
+        .new_input(path)
         .map_err(lake_error("cannot open an Iceberg delete file", &name))?
         .read()
         .await
         .map_err(|e| {
-            lake_error("cannot read an Iceberg delete file", &name)(e)
-                .with_context("file", &delete.file_path)
+            lake_error("cannot read an Iceberg delete file", &name)(e).with_context("file", path)
         })
 }
 
@@ -333,7 +333,7 @@ async fn load_positions(
     delete: &FileScanTaskDeleteFile,
 ) -> Result<Arc<PositionsByFile>> {
     once_per_read(&loaded.positions, &delete.file_path, async {
-        let bytes = read_delete_file(table, delete).await?;
+        let bytes = read_delete_file(table, &delete.file_path).await?;
         let batches = read_columns(bytes, delete, |fields| {
             let find = |id: i32, name: &str| {
                 fields
@@ -386,7 +386,7 @@ async fn load_equality(
     ids: &[i32],
 ) -> Result<Arc<Vec<RecordBatch>>> {
     once_per_read(&loaded.equalities, &delete.file_path, async {
-        let bytes = read_delete_file(table, delete).await?;
+        let bytes = read_delete_file(table, &delete.file_path).await?;
         read_columns(bytes, delete, |fields| {
             ids.iter()
                 .map(|id| {

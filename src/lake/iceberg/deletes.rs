@@ -13,7 +13,6 @@ use iceberg::spec::DataContentType;
 use iceberg::table::Table;
 use parquet58::file::metadata::ParquetMetaDataReader;
 
-use super::lake_error;
 use crate::error::{Error, Result};
 
 /// Checks every equality-delete file of `tasks`: it names equality ids, each id is a
@@ -73,15 +72,7 @@ pub(super) async fn check_delete_files(table: &Table, tasks: &[FileScanTask]) ->
 /// The field ids (`PARQUET:field_id`) of a parquet file's top-level columns.
 async fn file_field_ids(table: &Table, path: &str) -> Result<BTreeSet<i32>> {
     let name = table.identifier().to_string();
-    let bytes = table
-        .file_io()
-        .new_input(path)
-        .map_err(lake_error("cannot open an Iceberg delete file", &name))?
-        .read()
-        .await
-        .map_err(|e| {
-            lake_error("cannot read an Iceberg delete file", &name)(e).with_context("file", path)
-        })?;
+    let bytes = super::delete_reader::read_delete_file(table, path).await?;
     let metadata = ParquetMetaDataReader::new()
         .parse_and_finish(&bytes)
         .map_err(|e| {

@@ -787,7 +787,7 @@ impl FlussSource for ClusterSource {
         self.tables_metadata(paths).await
     }
 
-    /// From fluss-rs's metadata cache, which every Metadata answer updates.
+    /// From when this source last asked for each table (`tables_metadata`).
     fn last_seen_age(&self, paths: &[TablePath]) -> Option<Duration> {
         let fetched = self.fetched_at.lock().ok()?;
         paths
@@ -796,6 +796,7 @@ impl FlussSource for ClusterSource {
             .try_fold(Duration::ZERO, |oldest, age| age.map(|a| oldest.max(a)))
     }
 
+    /// From fluss-rs's metadata cache, which every Metadata answer updates.
     fn last_seen_tables(&self, paths: &[TablePath]) -> Option<HashMap<TablePath, TableInfo>> {
         let cluster = self.connection.get_metadata().get_cluster();
         paths

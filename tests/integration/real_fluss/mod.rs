@@ -29,7 +29,6 @@ mod our_lakes;
 mod scenario;
 
 use std::sync::Mutex;
-
 use std::time::Duration;
 
 use fluss_test_support::real_fluss::RealFluss;
@@ -45,11 +44,12 @@ fn run(format: &str) {
     }
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     // the harness's own life is bounded; a read of ours that hangs is not
+    let limit = 1500;
     let _limit = Watchdog::arm(
         format!("real_fluss::{format}_union_reads_match_flink"),
-        Duration::from_secs(1500),
+        Duration::from_secs(limit),
     );
-    let mut fluss = RealFluss::start(format, 1500).expect("the real-Fluss harness starts");
+    let mut fluss = RealFluss::start(format, limit).expect("the real-Fluss harness starts");
     let mut failures = scenario::run_matrix(&mut fluss);
     // the lakes our own tiering writes, read by the format's own Java reader
     failures.extend(our_lakes::check(&mut fluss));
@@ -86,10 +86,11 @@ fn faults_of_a_real_cluster_end_in_the_full_answer_or_a_named_error() {
         return;
     }
     let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let limit = 900;
     let _limit = Watchdog::arm(
         "real_fluss::faults_of_a_real_cluster_end_in_the_full_answer_or_a_named_error",
-        Duration::from_secs(900),
+        Duration::from_secs(limit),
     );
-    let mut fluss = RealFluss::start("paimon", 900).expect("the real-Fluss harness starts");
+    let mut fluss = RealFluss::start("paimon", limit).expect("the real-Fluss harness starts");
     faults::run(&mut fluss);
 }
