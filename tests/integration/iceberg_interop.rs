@@ -804,7 +804,7 @@ async fn an_equality_delete_file_with_unknown_field_ids_is_an_error_naming_it() 
     let fx = fx.path();
     for (table, says) in [
         ("pk_unknown_eq_ids", "names field id 99"),
-        ("pk_eq_file_without_key", "has no column with field id [1]"),
+        ("pk_eq_file_without_key", "has no column with field id 1"),
     ] {
         let s = Store::new().await;
         s.sql(&format!(

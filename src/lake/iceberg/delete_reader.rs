@@ -275,14 +275,18 @@ pub(super) async fn read_delete_file(table: &Table, path: &str) -> Result<Bytes>
 /// The batches of the top-level columns of a delete file's parquet `bytes` that
 /// `pick` chooses by (field id, name), in the order `pick` gives them.
 fn read_columns(
+    table: &Table,
     bytes: Bytes,
     delete: &FileScanTaskDeleteFile,
     pick: impl Fn(&[(Option<i32>, String)]) -> Result<Vec<usize>>,
 ) -> Result<Vec<RecordBatch>> {
-    let bad = |message: &str, e: parquet58::errors::ParquetError| {
-        Error::data_invalid(message.to_string())
+    let name = table.identifier().to_string();
+    let located = |e: Error| {
+        e.with_context("table", &name)
             .with_context("file", &delete.file_path)
-            .with_source(e)
+    };
+    let bad = |message: &str, e: parquet58::errors::ParquetError| {
+        located(Error::data_invalid(message.to_string()).with_source(e))
     };
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
         .map_err(|e| bad("an Iceberg delete file is not a readable parquet file", e))?;
@@ -298,7 +302,7 @@ fn read_columns(
             (id, f.name().clone())
         })
         .collect();
-    let order = pick(&fields).map_err(|e| e.with_context("file", &delete.file_path))?;
+    let order = pick(&fields).map_err(located)?;
     let mut sorted = order.clone();
     sorted.sort_unstable();
     sorted.dedup();
@@ -316,9 +320,10 @@ fn read_columns(
     reader
         .map(|batch| {
             let batch = batch.map_err(|e| {
-                Error::data_invalid("an Iceberg delete file's rows cannot be read")
-                    .with_context("file", &delete.file_path)
-                    .with_source(e)
+                located(
+                    Error::data_invalid("an Iceberg delete file's rows cannot be read")
+                        .with_source(e),
+                )
             })?;
             let batch = from_arrow58(batch)?;
             Ok(batch.project(&positions)?)
@@ -334,7 +339,7 @@ async fn load_positions(
 ) -> Result<Arc<PositionsByFile>> {
     once_per_read(&loaded.positions, &delete.file_path, async {
         let bytes = read_delete_file(table, &delete.file_path).await?;
-        let batches = read_columns(bytes, delete, |fields| {
+        let batches = read_columns(table, bytes, delete, |fields| {
             let find = |id: i32, name: &str| {
                 fields
                     .iter()
@@ -387,7 +392,7 @@ async fn load_equality(
 ) -> Result<Arc<Vec<RecordBatch>>> {
     once_per_read(&loaded.equalities, &delete.file_path, async {
         let bytes = read_delete_file(table, &delete.file_path).await?;
-        read_columns(bytes, delete, |fields| {
+        read_columns(table, bytes, delete, |fields| {
             ids.iter()
                 .map(|id| {
                     fields

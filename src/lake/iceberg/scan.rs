@@ -68,7 +68,7 @@ pub async fn plan_snapshot(
         },
         None => plan_files(table, request.snapshot_id, None).await?,
     };
-    super::deletes::check_delete_files(table, &tasks).await?;
+    super::deletes::check_delete_files(table, &tasks)?;
     // A file's columns match the table's by name unless a schema renamed a field
     // id (then by field id, which DataFusion's parquet source does through an
     // expression adapter).
