@@ -357,6 +357,8 @@ async fn load_positions(
             ])
         })?;
         let mut by_file = PositionsByFile::new();
+        // the row's position in the delete file, for an error naming it
+        let mut first_row = 0;
         for batch in &batches {
             let paths = cast(batch.column(0), &DataType::Utf8)?;
             let positions = cast(batch.column(1), &DataType::Int64)?;
@@ -369,14 +371,16 @@ async fn load_positions(
                     return Err(Error::data_invalid(
                         "an Iceberg position-delete file has a null path or position",
                     )
+                    .with_context("table", table.identifier().to_string())
                     .with_context("file", &delete.file_path)
-                    .with_context("row", i));
+                    .with_context("row", first_row + i));
                 }
                 by_file
                     .entry(paths.value(i).to_string())
                     .or_default()
                     .push(positions.value(i));
             }
+            first_row += batch.num_rows();
         }
         Ok(by_file)
     })
