@@ -25,8 +25,9 @@ use super::table::{FlussTableProvider, ReadMode};
 use crate::error::{Error, ErrorKind};
 use crate::source::FlussSource;
 use crate::source::layout::validate_name;
-use crate::union::TailCache;
+use crate::union::lake_keys::DEFAULT_LAKE_KEY_CACHE_BYTES;
 use crate::union::tail_cache::DEFAULT_TAIL_CACHE_BYTES;
+use crate::union::{LakeKeyCache, TailCache};
 
 /// Tables registered through DataFusion, by (database, table): not stored in Fluss.
 type SessionTables = Arc<RwLock<HashMap<(String, String), Arc<dyn TableProvider>>>>;
@@ -48,18 +49,29 @@ pub struct FlussCatalog {
     session_tables: SessionTables,
     listing_error: ListingError,
     tail_cache: Arc<TailCache>,
+    lake_keys: Arc<LakeKeyCache>,
 }
 
 impl FlussCatalog {
     /// The catalog of `source`, keeping up to [`DEFAULT_TAIL_CACHE_BYTES`] of folded
-    /// primary-key tails between queries.
+    /// primary-key tails and [`DEFAULT_LAKE_KEY_CACHE_BYTES`] of lake files' keys
+    /// between queries.
     pub fn new(source: Arc<dyn FlussSource>) -> Self {
         Self {
             source,
             session_tables: Default::default(),
             listing_error: Default::default(),
             tail_cache: Arc::new(TailCache::new(DEFAULT_TAIL_CACHE_BYTES)),
+            lake_keys: Arc::new(LakeKeyCache::new(DEFAULT_LAKE_KEY_CACHE_BYTES)),
         }
+    }
+
+    /// Keeps at most `bytes` of lake files' primary-key columns between queries (0:
+    /// none): a lake file never changes, so a warm session decodes its keys once
+    /// ([`LakeKeyCache`]).
+    pub fn with_lake_key_cache_bytes(mut self, bytes: usize) -> Self {
+        self.lake_keys = Arc::new(LakeKeyCache::new(bytes));
+        self
     }
 
     /// Keeps at most `bytes` of folded primary-key tails between queries (0: none):
@@ -139,6 +151,7 @@ impl CatalogProvider for FlussCatalog {
             session_tables: self.session_tables.clone(),
             listing_error: self.listing_error.clone(),
             tail_cache: self.tail_cache.clone(),
+            lake_keys: self.lake_keys.clone(),
         }))
     }
 }
@@ -151,6 +164,7 @@ pub struct FlussSchema {
     session_tables: SessionTables,
     listing_error: ListingError,
     tail_cache: Arc<TailCache>,
+    lake_keys: Arc<LakeKeyCache>,
 }
 
 impl FlussSchema {
@@ -213,9 +227,11 @@ impl FlussSchema {
                     None => Vec::new(),
                 };
                 FlussTableProvider::lake_only(self.source.clone(), table, system)?
+                    .with_lake_key_cache(self.lake_keys.clone())
             }
             ReadMode::Union => FlussTableProvider::new(self.source.clone(), table, mode)?
-                .with_tail_cache(self.tail_cache.clone()),
+                .with_tail_cache(self.tail_cache.clone())
+                .with_lake_key_cache(self.lake_keys.clone()),
         };
         Ok(Some(Arc::new(provider)))
     }

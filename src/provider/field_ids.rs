@@ -48,6 +48,14 @@ fn field_id(field: &Field) -> Option<i32> {
         .and_then(|id| id.parse().ok())
 }
 
+/// Whether `field` is a column the parquet reader makes rather than reads (arrow-rs
+/// names their extension types `parquet.virtual.*`).
+fn is_virtual(field: &Field) -> bool {
+    field
+        .extension_type_name()
+        .is_some_and(|name| name.starts_with("parquet.virtual."))
+}
+
 impl PhysicalExprAdapterFactory for FieldIdAdapterFactory {
     fn create(
         &self,
@@ -59,6 +67,11 @@ impl PhysicalExprAdapterFactory for FieldIdAdapterFactory {
             .iter()
             .enumerate()
             .map(|(i, f)| {
+                // A virtual column the reader makes (`row_number`) keeps its name: it
+                // has no field id, and the table schema names it as it is.
+                if is_virtual(f) {
+                    return f.as_ref().clone();
+                }
                 let Some(current) = field_id(f).and_then(|id| self.names.get(&id)) else {
                     // A column of no current field id: no table column may match it.
                     return f

@@ -6,18 +6,24 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::catalog::Session;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::CachedParquetFileReaderFactory;
-use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::physical_plan::{
+    FileGroup, FileScanConfig, FileScanConfigBuilder, ParquetSource,
+};
 use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchemaBuilder;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::parquet::arrow::RowNumber;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::utils::reassign_expr_columns;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -290,33 +296,91 @@ pub fn parquet_scan(
         limit,
         rows: files.iter().map(|f| f.rows).sum(),
         row_filter: false,
+        row_numbers: false,
+        file_per_partition: false,
     };
     Ok(Some(config.build(state, store_url, groups)?))
 }
 
-/// Plans the plain parquet files of one primary-key bucket (raw-convertible splits:
-/// one sorted run, unique keys, no deletes) as a parquet scan with a single output
-/// partition, which the bucket's merge executes itself.
+/// How a primary-key bucket's lake files are scanned.
+#[derive(Debug, Clone, Default)]
+pub struct BucketScanOptions {
+    /// Prunes row groups and pages (never needed for correctness: the merge's parent
+    /// re-applies every filter).
+    pub predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// Evaluates the predicate on rows while decoding (a key lookup).
+    pub row_filter: bool,
+    /// Adds each row's position in its file as a last column,
+    /// [`LAKE_ROW_NUMBER_COLUMN`] (parquet's `row_number` virtual column, which costs
+    /// no read).
+    pub row_numbers: bool,
+}
+
+/// The name of the row-number column a bucket scan adds (chosen to collide with no
+/// Fluss column: Fluss column names never start with `__fluss`).
+pub const LAKE_ROW_NUMBER_COLUMN: &str = "__fluss_lake_row_number";
+
+/// Plans the plain parquet files of one primary-key bucket (raw-convertible splits,
+/// base runs, newer runs) as a parquet scan with one output partition per file, in
+/// `files` order, which the bucket's merge executes itself: partition `i` reads file
+/// `i`, so each batch's file is known.
 pub fn parquet_bucket_scan(
     state: &dyn Session,
     files: &[LakeFile],
     mapping: &ColumnMapping,
     table_schema: SchemaRef,
     projection: Vec<usize>,
-    predicate: Option<Arc<dyn PhysicalExpr>>,
-    row_filter: bool,
+    options: BucketScanOptions,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let (store_url, partitioned) = partitioned_files(files)?;
     let config = ParquetScanConfig {
         table_schema,
         mapping: mapping.clone(),
         projection: Some(projection),
-        predicate,
+        predicate: options.predicate,
         limit: None,
         rows: files.iter().map(|f| f.rows).sum(),
-        row_filter,
+        row_filter: options.row_filter,
+        row_numbers: options.row_numbers,
+        file_per_partition: true,
     };
-    config.build(state, store_url, vec![partitioned])
+    let groups = partitioned.into_iter().map(|f| vec![f]).collect();
+    config.build(state, store_url, groups)
+}
+
+/// Offers `filters` (hash-join and TopK dynamic filters over columns named as the
+/// table's) to a lake parquet scan, matched to its table schema by name rather than
+/// through its projection: a bucket scan that reads keys from the key cache does not
+/// project the key columns, yet a filter on a key should still prune its row groups
+/// and pages. A filter naming a column the scan's table lacks is not offered. The
+/// updated scan, if its parquet source took any filter.
+pub fn push_filters_by_name(
+    plan: &Arc<dyn ExecutionPlan>,
+    filters: &[Arc<dyn PhysicalExpr>],
+    config: &ConfigOptions,
+) -> DfResult<Option<Arc<dyn ExecutionPlan>>> {
+    let Some(exec) = plan.downcast_ref::<DataSourceExec>() else {
+        return Ok(None);
+    };
+    let Some(scan) = exec.data_source().downcast_ref::<FileScanConfig>() else {
+        return Ok(None);
+    };
+    let table_schema = scan.file_source.table_schema().table_schema();
+    let offered: Vec<_> = filters
+        .iter()
+        .filter_map(|f| reassign_expr_columns(f.clone(), table_schema).ok())
+        .collect();
+    if offered.is_empty() {
+        return Ok(None);
+    }
+    let result = scan.file_source.try_pushdown_filters(offered, config)?;
+    let Some(source) = result.updated_node else {
+        return Ok(None);
+    };
+    let config = FileScanConfigBuilder::from(scan.clone())
+        .with_source(source)
+        .build();
+    Ok(Some(DataSourceExec::from_data_source(config)))
 }
 
 /// The files as DataFusion `PartitionedFile`s of one object store.
@@ -348,6 +412,12 @@ struct ParquetScanConfig {
     /// only the rows it keeps have their other columns decoded. For selective
     /// predicates (a key lookup), whatever the session's default.
     row_filter: bool,
+    /// Projects [`LAKE_ROW_NUMBER_COLUMN`] last.
+    row_numbers: bool,
+    /// Each partition reads its own files, in order: no partition takes another's
+    /// files (DataFusion's `enable_file_stream_work_stealing`), so a bucket's merge
+    /// knows which file each batch came from.
+    file_per_partition: bool,
 }
 
 impl ParquetScanConfig {
@@ -368,7 +438,22 @@ impl ParquetScanConfig {
             store,
             state.runtime_env().cache_manager.get_file_metadata_cache(),
         );
-        let mut source = ParquetSource::new(self.table_schema.clone())
+        let mut projection = self.projection;
+        let mut table_schema = TableSchemaBuilder::new(self.table_schema.clone());
+        if self.row_numbers {
+            let field = Field::new(LAKE_ROW_NUMBER_COLUMN, DataType::Int64, false)
+                .with_extension_type(RowNumber);
+            table_schema = table_schema.with_virtual_columns(vec![Arc::new(field)]);
+            let at = self.table_schema.fields().len();
+            projection = Some(match projection {
+                Some(mut p) => {
+                    p.push(at);
+                    p
+                }
+                None => (0..=at).collect(),
+            });
+        }
+        let mut source = ParquetSource::new(table_schema.build())
             .with_table_parquet_options(state.table_options().parquet.clone())
             .with_parquet_file_reader_factory(Arc::new(reader_factory));
         if let Some(p) = self.predicate {
@@ -412,7 +497,8 @@ impl ParquetScanConfig {
             .with_file_groups(groups)
             .with_statistics(stats)
             .with_limit(self.limit)
-            .with_projection_indices(self.projection)
+            .with_preserve_order(self.file_per_partition)
+            .with_projection_indices(projection)
             .map_err(|e| Error::internal("parquet projection").with_source(e))?
             .build();
         Ok(DataSourceExec::from_data_source(config))

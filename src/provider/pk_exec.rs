@@ -13,7 +13,7 @@
 //! ```
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch};
 use datafusion::arrow::buffer::BooleanBuffer;
@@ -24,10 +24,9 @@ use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
-use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::physical_plan::filter_pushdown::{
-    ChildFilterPushdownResult, ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation,
-    PushedDown,
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
 };
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
@@ -39,15 +38,17 @@ use datafusion::physical_plan::{
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
-use super::lake_exec::merged_stream;
+use super::lake_exec::{merged_stream, push_filters_by_name};
 use super::lookup_exec::KeyLookupPlan;
 use super::statistics::ColumnEstimates;
+use crate::cast::batch_of;
 use crate::error::{Error, Result};
 use crate::lake::{LakeTable, MergeTask};
 use crate::log::LogReadOptions;
 use crate::source::{FlussSource, FlussTable};
+use crate::union::lake_keys::{FileKeys, LakeFileId};
 use crate::union::tail_cache::TailKey;
-use crate::union::{BucketCut, ChangelogFold, RunKeys, TailCache};
+use crate::union::{BucketCut, ChangelogFold, LakeKeyCache, RunKeys, TailCache};
 
 /// Metrics every DataFusion operator reports about its own output.
 const BASELINE_METRICS: [&str; 6] = [
@@ -81,14 +82,20 @@ pub struct PrimaryKeyBucketTask {
 }
 
 /// The lake files of one bucket that hold one row per key (raw-convertible splits,
-/// base runs), planned as a parquet scan with one output partition, so DataFusion's
-/// parquet reader (footer cache, row-group and page pruning) reads them instead of
-/// the lake format's merge reader.
+/// base runs), planned as a parquet scan with one output partition per file, so
+/// DataFusion's parquet reader (footer cache, row-group and page pruning) reads them
+/// instead of the lake format's merge reader.
 #[derive(Debug, Clone)]
 pub struct BucketParquetScan {
-    /// A `DataSourceExec` with a single file group, producing `scan_schema`, followed
-    /// by the row-kind column when [`Self::drops_deletes`].
+    /// A `DataSourceExec` whose partition `i` reads file `i`, producing the columns of
+    /// `scan_schema` that are not key columns (all of them when the bucket does not
+    /// merge by key), then the row-kind column when [`Self::drops_deletes`], then each
+    /// row's number in its file when [`Self::keys`] is not empty.
     pub plan: Arc<dyn ExecutionPlan>,
+    /// When the scan merges by key: a scan of each file's key columns, by file. The
+    /// keys are read once per file and kept ([`crate::union::LakeKeyCache`]); each
+    /// row's key is then found by its row number.
+    pub keys: Vec<FileKeyScan>,
     /// Lake splits it reads.
     pub splits: usize,
     /// How many of them are keyed-run splits (the rest are raw convertible).
@@ -98,6 +105,16 @@ pub struct BucketParquetScan {
     /// Whether rows whose kind is a delete (`-U`, `-D`) are dropped: the key has no
     /// version in the lake then.
     pub drops_deletes: bool,
+}
+
+/// A scan of one lake file's key columns: all of its rows, in file order, then their
+/// row numbers (which prove the order), with no predicate.
+#[derive(Debug, Clone)]
+pub struct FileKeyScan {
+    /// The file, as its keys are cached.
+    pub(crate) file: LakeFileId,
+    /// A `DataSourceExec` of one partition.
+    pub plan: Arc<dyn ExecutionPlan>,
 }
 
 /// One newer file of a bucket's keyed-run splits, as a parquet scan with one output
@@ -160,6 +177,8 @@ pub struct PrimaryKeyMergeInputs {
     pub estimates: ColumnEstimates,
     /// Where folded tails are kept between queries, if anywhere.
     pub tail_cache: Option<Arc<TailCache>>,
+    /// Where lake files' keys are kept between queries, if anywhere.
+    pub lake_keys: Option<Arc<LakeKeyCache>>,
     /// The primary keys the query's filters fix (one array per key column of
     /// `scan_schema`'s key types), if they fix the whole key: the tail then outputs
     /// only those keys' live rows, found in its key index.
@@ -168,13 +187,41 @@ pub struct PrimaryKeyMergeInputs {
 
 impl PrimaryKeyMergeInputs {
     /// The primary key's column types, in key order.
-    fn key_types(&self) -> Result<Vec<DataType>> {
-        Ok(self
-            .key_positions
+    pub(crate) fn key_types(&self) -> Vec<DataType> {
+        self.key_positions
             .iter()
             .map(|&p| self.scan_schema.field(p).data_type().clone())
-            .collect())
+            .collect()
     }
+
+    /// Positions in `scan_schema` of the columns a bucket's base lake scan reads: all
+    /// but the key columns, whose values come from the files' cached keys.
+    pub(crate) fn base_positions(&self) -> Vec<usize> {
+        (0..self.scan_columns.len())
+            .filter(|p| !self.key_positions.contains(p))
+            .collect()
+    }
+
+    /// Where each output column is in a base lake batch.
+    fn base_slots(&self) -> Vec<BaseSlot> {
+        let base = self.base_positions();
+        self.output_positions
+            .iter()
+            .map(|p| match self.key_positions.iter().position(|k| k == p) {
+                Some(k) => BaseSlot::Key(k),
+                None => BaseSlot::Column(base.iter().position(|b| b == p).unwrap_or_default()),
+            })
+            .collect()
+    }
+}
+
+/// Where an output column of a base lake batch comes from.
+#[derive(Debug, Clone, Copy)]
+enum BaseSlot {
+    /// The batch's column at this index.
+    Column(usize),
+    /// The file's cached key column at this index, by each row's number.
+    Key(usize),
 }
 
 /// The primary-key union scan.
@@ -303,6 +350,14 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             fold_time: MetricBuilder::new(&self.metrics).subset_time("tail_fold_time", partition),
             anti_join_time: MetricBuilder::new(&self.metrics)
                 .subset_time("lake_anti_join_time", partition),
+            key_cache_hits: MetricBuilder::new(&self.metrics)
+                .counter("lake_key_cache_hits", partition),
+            key_reads: MetricBuilder::new(&self.metrics).counter("lake_key_file_reads", partition),
+            key_read_time: MetricBuilder::new(&self.metrics)
+                .subset_time("lake_key_read_time", partition),
+            base_slots: self.inputs.base_slots(),
+            base_columns: self.inputs.base_positions().len(),
+            output_schema: self.schema.clone(),
         });
         // The group's buckets one after another; the next bucket's tail is folded on
         // its own task while this one's lake rows stream, so folding (CPU) overlaps
@@ -343,8 +398,13 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
     fn metrics(&self) -> Option<MetricsSet> {
         let mut set = self.metrics.clone_inner();
         let scans = self.groups.iter().flatten().flat_map(|t| {
-            let base = t.lake_parquet.as_ref().map(|p| &p.plan);
-            base.into_iter()
+            let base = t.lake_parquet.as_ref();
+            let keys = base
+                .into_iter()
+                .flat_map(|p| p.keys.iter().map(|k| &k.plan));
+            base.map(|p| &p.plan)
+                .into_iter()
+                .chain(keys)
                 .chain(t.lake_newer_runs.iter().map(|r| &r.rows))
         });
         for plan in scans {
@@ -394,19 +454,10 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             .flatten()
             .filter_map(|t| t.lake_parquet.as_mut().map(|p| &mut p.plan));
         for plan in plans {
-            // The scan's first columns are this node's output columns, in order.
-            let offered = ChildPushdownResult {
-                parent_filters: filters
-                    .iter()
-                    .map(|f| ChildFilterPushdownResult {
-                        filter: f.clone(),
-                        child_results: Vec::new(),
-                    })
-                    .collect(),
-                self_filters: Vec::new(),
-            };
-            let result = plan.handle_child_pushdown_result(phase, offered, config)?;
-            if let Some(updated) = result.updated_node {
+            // This node's output columns are the table's, by name; the scan's table
+            // schema holds every one of them (a key column too, though the scan
+            // reads keys from the key cache), so a filter on a key still prunes.
+            if let Some(updated) = push_filters_by_name(plan, &filters, config)? {
                 *plan = updated;
                 changed = true;
             }
@@ -510,6 +561,18 @@ struct BucketMerge {
     batch_size: usize,
     /// The query's task context, to execute the buckets' parquet scans.
     context: Arc<TaskContext>,
+    /// Lake files whose keys came from the [`LakeKeyCache`].
+    key_cache_hits: Count,
+    /// Lake files whose keys were read.
+    key_reads: Count,
+    /// Reading lake files' keys.
+    key_read_time: Time,
+    /// Where each output column is in a base lake batch.
+    base_slots: Vec<BaseSlot>,
+    /// Scan columns a base lake batch holds before its row kind and row number.
+    base_columns: usize,
+    /// The scan's output schema.
+    output_schema: SchemaRef,
 }
 
 impl BucketMerge {
@@ -592,7 +655,7 @@ impl BucketMerge {
     /// recorded in the bucket's [`RunKeys`]. The base rows (raw splits, base runs, the
     /// lake format's merge reader, whose key ranges the other splits do not overlap)
     /// stream last and are kept when no newer run holds their key. Every lake file is
-    /// read once.
+    /// read once; a base file's key columns are read once per file and then kept.
     fn merge(
         self: Arc<Self>,
         task: PrimaryKeyBucketTask,
@@ -602,7 +665,7 @@ impl BucketMerge {
         let fold = tail.fold;
         let columns = inputs.scan_columns.len();
         let table = inputs.table.path.to_string();
-        let mut runs = RunKeys::new(&inputs.key_types()?)?;
+        let mut runs = RunKeys::new(&inputs.key_types())?;
         if !task.lake_newer_runs.is_empty() {
             let consumer = MemoryConsumer::new(format!(
                 "FlussPrimaryKeyScanExec lake run keys (table {}, bucket {})",
@@ -610,22 +673,40 @@ impl BucketMerge {
             ));
             runs.track_memory(consumer.register(self.context.memory_pool()))?;
         }
+        // Recorded by the newer runs' rows, then read by the base files' (which stream
+        // after every newer run).
+        let runs = Arc::new(Mutex::new(runs));
         let mut streams: Vec<BoxStream<'static, Result<(RecordBatch, LakeRun)>>> = Vec::new();
-        let rows = |plan: &Arc<dyn ExecutionPlan>, run: LakeRun| {
+        let rows = |plan: &Arc<dyn ExecutionPlan>, partition: usize, run: LakeRun| {
             Ok::<_, Error>(
-                plan.execute(0, self.context.clone())?
-                    .map(move |batch| Ok((batch.map_err(Error::from)?, run)))
+                plan.execute(partition, self.context.clone())?
+                    .map(move |batch| Ok((batch.map_err(Error::from)?, run.clone())))
                     .boxed(),
             )
         };
         for run in task.lake_newer_runs.iter().rev() {
-            streams.push(rows(&run.rows, LakeRun::Newer)?);
+            streams.push(rows(&run.rows, 0, LakeRun::Newer)?);
         }
         if let Some(scan) = &task.lake_parquet {
-            let run = LakeRun::Base {
-                kinds: scan.drops_deletes,
-            };
-            streams.push(rows(&scan.plan, run)?);
+            let kinds = scan.drops_deletes;
+            if scan.keys.is_empty() {
+                let files = scan.plan.properties().partitioning.partition_count();
+                for file in 0..files {
+                    streams.push(rows(&scan.plan, file, LakeRun::Base { kinds })?);
+                }
+            }
+            for (file, keys) in scan.keys.iter().enumerate() {
+                let base = KeyedBaseFile {
+                    plan: scan.plan.clone(),
+                    file,
+                    keys: keys.clone(),
+                    kinds,
+                };
+                streams.push(
+                    self.clone()
+                        .keyed_base_rows(base, fold.clone(), runs.clone()),
+                );
+            }
         }
         if let (Some((lake, snapshot_id)), false) = (&inputs.lake, task.lake_splits.is_empty()) {
             streams.push(
@@ -647,21 +728,27 @@ impl BucketMerge {
             futures::stream::iter(streams).flatten().map(move |item| {
                 let (batch, run) = item?;
                 let _timer = merge.anti_join_time.timer();
+                let with_context = |e: Error| e.with_context("table", &table);
+                if let LakeRun::KeyedBase { file, kinds } = &run {
+                    return merge
+                        .keyed_base_batch(&batch, file, *kinds)
+                        .map_err(with_context);
+                }
                 let key_positions = &merge.inputs.key_positions;
                 let keys: Vec<_> = key_positions
                     .iter()
                     .map(|&p| batch.column(p).clone())
                     .collect();
-                let with_context = |e: Error| e.with_context("table", &table);
                 let mut keep = fold.surviving(&batch, key_positions)?.values().clone();
                 match run {
                     LakeRun::Newer => {
                         merge.newer_run_rows.add(batch.num_rows());
-                        keep = &keep & &runs.first_seen(&keys)?;
+                        keep = &keep & &lock(&runs)?.first_seen(&keys)?;
                         keep = &keep & &live_mask(&batch, columns).map_err(with_context)?;
                     }
                     LakeRun::Base { kinds } => {
                         merge.lake_rows.add(batch.num_rows());
+                        let runs = lock(&runs)?;
                         if !runs.is_empty() {
                             keep = &keep & &runs.unseen(&keys)?;
                         }
@@ -669,6 +756,7 @@ impl BucketMerge {
                             keep = &keep & &live_mask(&batch, columns).map_err(with_context)?;
                         }
                     }
+                    LakeRun::KeyedBase { .. } => {}
                 }
                 let keep = BooleanArray::new(keep, None);
                 // Project first: key columns the query did not ask for are not copied.
@@ -692,6 +780,164 @@ impl BucketMerge {
         let tail_stream = futures::stream::iter(live.into_iter().map(Ok));
         Ok(lake_stream.chain(tail_stream).boxed())
     }
+
+    /// The rows of one base lake file, read without its key columns. Started once
+    /// every newer run has streamed (streams are read in order): the file's keys
+    /// (cached, or read now) then say which rows survive the tail and the newer runs.
+    fn keyed_base_rows(
+        self: Arc<Self>,
+        base: KeyedBaseFile,
+        fold: Arc<ChangelogFold>,
+        runs: Arc<Mutex<RunKeys>>,
+    ) -> BoxStream<'static, Result<(RecordBatch, LakeRun)>> {
+        futures::stream::once(async move {
+            let (keys, memory) = self.file_keys(&base.keys).await?;
+            let all: Vec<usize> = (0..keys.batch().num_columns()).collect();
+            let mut keep = fold.surviving(keys.batch(), &all)?.values().clone();
+            {
+                let runs = lock(&runs)?;
+                if !runs.is_empty() {
+                    keep = &keep & &runs.unseen(keys.batch().columns())?;
+                }
+            }
+            let file = Arc::new(SurvivingRows {
+                keys,
+                keep,
+                path: base.keys.file.path.clone(),
+                _memory: memory,
+            });
+            let kinds = base.kinds;
+            let rows = base.plan.execute(base.file, self.context.clone())?;
+            Ok::<_, Error>(rows.map(move |batch| {
+                let run = LakeRun::KeyedBase {
+                    file: file.clone(),
+                    kinds,
+                };
+                Ok((batch.map_err(Error::from)?, run))
+            }))
+        })
+        .try_flatten()
+        .boxed()
+    }
+
+    /// A lake file's keys: from the [`LakeKeyCache`], else read (and kept there when
+    /// they fit; otherwise held in the query's memory pool while the file is read).
+    async fn file_keys(
+        &self,
+        scan: &FileKeyScan,
+    ) -> Result<(Arc<FileKeys>, Option<MemoryReservation>)> {
+        let cache = self.inputs.lake_keys.as_ref();
+        if let Some(hit) = cache.and_then(|c| c.get(&scan.file)) {
+            self.key_cache_hits.add(1);
+            return Ok((hit, None));
+        }
+        let timer = self.key_read_time.timer();
+        let located = |e: Error| {
+            e.with_context("table", self.inputs.table.path.to_string())
+                .with_context("file", &scan.file.path)
+        };
+        let batches: Vec<RecordBatch> = scan
+            .plan
+            .execute(0, self.context.clone())?
+            .try_collect()
+            .await
+            .map_err(|e| located(Error::from(e)))?;
+        let keys = Arc::new(FileKeys::from_scan(&scan.plan.schema(), &batches).map_err(located)?);
+        timer.done();
+        self.key_reads.add(1);
+        if cache.is_some_and(|c| c.insert(scan.file.clone(), keys.clone())) {
+            return Ok((keys, None));
+        }
+        let memory = MemoryConsumer::new(format!(
+            "FlussPrimaryKeyScanExec lake keys (table {})",
+            self.inputs.table.path
+        ))
+        .register(self.context.memory_pool());
+        memory.try_grow(keys.memory_size())?;
+        Ok((keys, Some(memory)))
+    }
+
+    /// A base lake batch (its columns other than the key, its row kinds, its row
+    /// numbers) as output rows: those the file's surviving rows keep and its row kind
+    /// leaves live, with the key columns taken from the file's keys.
+    fn keyed_base_batch(
+        &self,
+        batch: &RecordBatch,
+        file: &SurvivingRows,
+        kinds: bool,
+    ) -> Result<RecordBatch> {
+        use datafusion::arrow::array::{Array, AsArray};
+        use datafusion::arrow::compute::{filter, take};
+        use datafusion::arrow::datatypes::Int64Type;
+        let rows = batch.num_rows();
+        self.lake_rows.add(rows);
+        let numbers = batch
+            .columns()
+            .get(self.base_columns + usize::from(kinds))
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .ok_or_else(|| Error::internal("a base lake batch has no row-number column"))?;
+        let in_file = file.keys.rows() as i64;
+        if numbers.null_count() > 0 || numbers.values().iter().any(|&n| n < 0 || n >= in_file) {
+            return Err(Error::data_invalid(format!(
+                "a lake row number is outside the file's {in_file} rows"
+            ))
+            .with_context("file", &file.path));
+        }
+        let numbers_of = numbers.values();
+        let mut keep =
+            BooleanBuffer::collect_bool(rows, |i| file.keep.value(numbers_of[i] as usize));
+        if kinds {
+            keep = &keep & &live_mask(batch, self.base_columns)?;
+        }
+        let keep = BooleanArray::new(keep, None);
+        let kept = keep.true_count();
+        let all = kept == rows;
+        let numbers: ArrayRef = if all {
+            Arc::new(numbers.clone())
+        } else {
+            filter(numbers, &keep)?
+        };
+        let numbers = numbers.as_primitive::<Int64Type>();
+        let columns = self
+            .base_slots
+            .iter()
+            .map(|slot| match *slot {
+                BaseSlot::Column(c) if all => Ok(batch.column(c).clone()),
+                BaseSlot::Column(c) => Ok(filter(batch.column(c), &keep)?),
+                BaseSlot::Key(k) => Ok(take(file.keys.batch().column(k), numbers, None)?),
+            })
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        self.dropped.add(rows - kept);
+        batch_of(&self.output_schema, columns, kept)
+    }
+}
+
+/// One base lake file of a bucket that merges by key.
+struct KeyedBaseFile {
+    /// The bucket's base scan; partition `file` reads this file.
+    plan: Arc<dyn ExecutionPlan>,
+    file: usize,
+    /// The scan of its keys.
+    keys: FileKeyScan,
+    /// Whether its rows carry a row kind.
+    kinds: bool,
+}
+
+/// A base lake file's keys and which of its rows survive the tail and the newer runs.
+struct SurvivingRows {
+    keys: Arc<FileKeys>,
+    /// By row number.
+    keep: BooleanBuffer,
+    /// The file, for errors.
+    path: String,
+    /// The keys' memory in the query's pool, when the cache does not hold them.
+    _memory: Option<MemoryReservation>,
+}
+
+/// The lock of the bucket's run keys (a poisoned lock means a merge step panicked).
+fn lock(runs: &Mutex<RunKeys>) -> Result<std::sync::MutexGuard<'_, RunKeys>> {
+    runs.lock()
+        .map_err(|_| Error::internal("a bucket merge's run keys are poisoned"))
 }
 
 /// A bucket's folded tail and where the query's output columns are in its rows.
@@ -702,11 +948,16 @@ struct FoldedTail {
 }
 
 /// Which lake rows a batch holds, for the bucket merge.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 enum LakeRun {
     /// A newer sorted run's rows, with their row kinds: streamed newest run first.
     Newer,
     /// Rows that hold each key at most once, streamed after every newer run; `kinds`
     /// when a row-kind column follows the scan columns (its deletes are dropped).
     Base { kinds: bool },
+    /// A base file's rows without their key columns, with row numbers in `file`.
+    KeyedBase {
+        file: Arc<SurvivingRows>,
+        kinds: bool,
+    },
 }

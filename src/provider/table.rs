@@ -39,13 +39,14 @@ use datafusion::physical_plan::union::UnionExec;
 use datafusion::scalar::ScalarValue;
 
 use super::lake_exec::{
-    FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan, parquet_scan,
+    BucketScanOptions, FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan,
+    parquet_scan,
 };
 use super::log_exec::FlussLogScanExec;
 use super::lookup_exec::{KeyLookupPlan, LookupKeys};
 use super::options::FlussOptions;
 use super::pk_exec::{
-    BucketParquetScan, FlussPrimaryKeyScanExec, NewerRunScan, PrimaryKeyBucketTask,
+    BucketParquetScan, FileKeyScan, FlussPrimaryKeyScanExec, NewerRunScan, PrimaryKeyBucketTask,
     PrimaryKeyMergeInputs,
 };
 use super::statistics::{ColumnEstimates, lake_file_statistics};
@@ -57,7 +58,8 @@ use crate::lake::{
 };
 use crate::source::{FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
-use crate::union::{TailCache, UnionCut, plan_cut};
+use crate::union::lake_keys::LakeFileId;
+use crate::union::{LakeKeyCache, TailCache, UnionCut, plan_cut};
 
 /// Decides from a partition name whether the partition can hold matching rows.
 type PartitionPruner = Box<dyn Fn(&str) -> bool + Send + Sync>;
@@ -80,6 +82,9 @@ pub struct FlussTableProvider {
     mode: ReadMode,
     /// Where primary-key tails folded by its scans are kept between queries.
     tail_cache: Option<Arc<TailCache>>,
+    /// Where the keys of lake files its primary-key scans read are kept between
+    /// queries.
+    lake_keys: Option<Arc<LakeKeyCache>>,
 }
 
 /// The lake side of a scan: the lake table and its plan of the cut's snapshot.
@@ -107,6 +112,7 @@ impl FlussTableProvider {
             schema,
             mode,
             tail_cache: None,
+            lake_keys: None,
         })
     }
 
@@ -114,6 +120,14 @@ impl FlussTableProvider {
     /// there ([`TailCache`]); without one, every scan folds its tails anew.
     pub fn with_tail_cache(mut self, cache: Arc<TailCache>) -> Self {
         self.tail_cache = Some(cache);
+        self
+    }
+
+    /// Keeps the keys of the lake files its primary-key scans read in `cache`, and
+    /// reuses those kept there ([`LakeKeyCache`]); without one, every scan reads the
+    /// keys of its files anew.
+    pub fn with_lake_key_cache(mut self, cache: Arc<LakeKeyCache>) -> Self {
+        self.lake_keys = Some(cache);
         self
     }
 
@@ -559,24 +573,64 @@ impl FlussTableProvider {
                     }
                 }
             }
+            // Merging by key, the base files are read without their key columns: each
+            // row's key comes from the file's keys, read once and cached, by its row
+            // number.
+            let base_columns: Vec<usize> = scan_columns
+                .iter()
+                .copied()
+                .filter(|c| !merges_by_key || !key_indexes.contains(c))
+                .collect();
+            let key_types: Vec<DataType> = key_positions
+                .iter()
+                .map(|&p| scan_schema.field(p).data_type().clone())
+                .collect();
             for (task, read) in tasks.iter_mut().zip(reads) {
                 let row_kind = read.row_kind.as_deref().unwrap_or("_VALUE_KIND");
                 if !read.base.is_empty() {
                     let (schema, columns) = if read.base_has_deletes {
-                        with_row_kind(&self.schema, &scan_columns, row_kind)
+                        with_row_kind(&self.schema, &base_columns, row_kind)
                     } else {
-                        (self.schema.clone(), scan_columns.clone())
+                        (self.schema.clone(), base_columns.clone())
+                    };
+                    let options = BucketScanOptions {
+                        predicate: predicate.clone(),
+                        row_filter: key_lookup.is_some(),
+                        row_numbers: merges_by_key,
+                    };
+                    let keys = if merges_by_key {
+                        read.base
+                            .iter()
+                            .map(|file| {
+                                let options = BucketScanOptions {
+                                    row_numbers: true,
+                                    ..BucketScanOptions::default()
+                                };
+                                Ok(FileKeyScan {
+                                    file: LakeFileId {
+                                        path: file.path.clone(),
+                                        size: file.size,
+                                        key_types: key_types.clone(),
+                                    },
+                                    plan: parquet_bucket_scan(
+                                        state,
+                                        std::slice::from_ref(file),
+                                        &mapping,
+                                        self.schema.clone(),
+                                        key_indexes.clone(),
+                                        options,
+                                    )?,
+                                })
+                            })
+                            .collect::<Result<Vec<_>>>()?
+                    } else {
+                        Vec::new()
                     };
                     task.lake_parquet = Some(BucketParquetScan {
                         plan: parquet_bucket_scan(
-                            state,
-                            &read.base,
-                            &mapping,
-                            schema,
-                            columns,
-                            predicate.clone(),
-                            key_lookup.is_some(),
+                            state, &read.base, &mapping, schema, columns, options,
                         )?,
+                        keys,
                         splits: read.splits,
                         run_splits: read.run_splits,
                         rows: read.base.iter().map(|f| f.rows.max(0) as u64).sum(),
@@ -593,8 +647,7 @@ impl FlussTableProvider {
                             &ColumnMapping::ByName,
                             schema.clone(),
                             columns.clone(),
-                            None,
-                            false,
+                            BucketScanOptions::default(),
                         )?,
                         row_count: file.rows.max(0) as u64,
                     });
@@ -612,6 +665,7 @@ impl FlussTableProvider {
             output_positions,
             estimates: statistics.estimates,
             tail_cache: self.tail_cache.clone(),
+            lake_keys: self.lake_keys.clone(),
             key_lookup,
         };
         let mut exec = FlussPrimaryKeyScanExec::new(

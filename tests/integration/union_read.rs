@@ -553,6 +553,13 @@ async fn lake_plans_are_cached_per_storage_options() {
 
 /// The `tail_cache_hits` metric of the primary-key scan of `sql`, run to the end.
 async fn tail_cache_hits(ctx: &SessionContext, sql: &str) -> (String, usize) {
+    let (out, hits) = pk_scan_metrics(ctx, sql, &["tail_cache_hits"]).await;
+    (out, hits[0])
+}
+
+/// The answer of `sql`, run to the end, and the named metrics of its primary-key
+/// scans, summed.
+async fn pk_scan_metrics(ctx: &SessionContext, sql: &str, names: &[&str]) -> (String, Vec<usize>) {
     let plan = ctx
         .sql(sql)
         .await
@@ -563,18 +570,92 @@ async fn tail_cache_hits(ctx: &SessionContext, sql: &str) -> (String, usize) {
     let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
         .await
         .unwrap();
-    let mut hits = 0;
+    let mut sums = vec![0; names.len()];
     let mut stack = vec![plan];
     while let Some(node) = stack.pop() {
         if node.name() == "FlussPrimaryKeyScanExec" {
-            hits += node
-                .metrics()
-                .and_then(|m| m.sum_by_name("tail_cache_hits"))
-                .map_or(0, |v| v.as_usize());
+            let metrics = node.metrics();
+            for (sum, name) in sums.iter_mut().zip(names) {
+                *sum += metrics
+                    .as_ref()
+                    .and_then(|m| m.sum_by_name(name))
+                    .map_or(0, |v| v.as_usize());
+            }
         }
         stack.extend(node.children().into_iter().cloned());
     }
-    (pretty_format_batches(&batches).unwrap().to_string(), hits)
+    (pretty_format_batches(&batches).unwrap().to_string(), sums)
+}
+
+#[tokio::test]
+async fn lake_files_keys_are_read_once_and_rows_find_their_keys_by_row_number() {
+    let (_dir, store, ctx) = setup().await;
+    let path = tiered_users(&store, 2, 40).await;
+    // the tail changes and deletes tiered keys, and adds one
+    store
+        .upsert(
+            &path,
+            &rows(&[3, 17, 41], &["n3b", "n17b", "n41"], &[30, 170, 410]),
+        )
+        .await
+        .unwrap();
+    store
+        .delete(&path, &rows(&[5], &["n5"], &[5]))
+        .await
+        .unwrap();
+    let metrics = ["lake_key_file_reads", "lake_key_cache_hits"];
+    let sql = "SELECT id, name, score FROM fluss.db.users ORDER BY id";
+    let (first, counts) = pk_scan_metrics(&ctx, sql, &metrics).await;
+    assert!(counts[0] >= 1 && counts[1] == 0, "{counts:?}");
+    let (again, counts) = pk_scan_metrics(&ctx, sql, &metrics).await;
+    assert_eq!(again, first);
+    assert!(counts[0] == 0 && counts[1] >= 1, "{counts:?}");
+    // every row sits beside its own key: the lake's names are `n<id>`, the tail's
+    // changed rows theirs, the deleted key is gone
+    for id in 1..=41 {
+        let name = match id {
+            3 | 17 => format!("n{id}b"),
+            _ => format!("n{id}"),
+        };
+        let line = format!("| {id} ");
+        let row = first.lines().find(|l| l.starts_with(&line));
+        match id {
+            5 => assert!(row.is_none(), "{first}"),
+            _ => assert!(
+                row.is_some_and(|r| r.contains(&format!(" {name} "))),
+                "{first}"
+            ),
+        }
+    }
+    // without the key in the projection, and with a filter on it (a key lookup)
+    let (names, _) = pk_scan_metrics(
+        &ctx,
+        "SELECT count(*) AS n, count(DISTINCT name) AS names FROM fluss.db.users",
+        &metrics,
+    )
+    .await;
+    assert!(names.contains("| 40 | 40    |"), "{names}");
+    let (one, _) = pk_scan_metrics(
+        &ctx,
+        "SELECT name FROM fluss.db.users WHERE id = 17",
+        &metrics,
+    )
+    .await;
+    assert!(one.contains("n17b") && !one.contains("| n17 "), "{one}");
+    // a catalog keeping no keys reads them for every query, with the same answer,
+    // also when files are read in batches of a few rows
+    let uncached = SessionContext::new_with_config(
+        datafusion::prelude::SessionConfig::new().with_batch_size(3),
+    );
+    uncached.register_catalog(
+        "fluss",
+        Arc::new(FlussCatalog::new(store.clone()).with_lake_key_cache_bytes(0)),
+    );
+    for _ in 0..2 {
+        let (out, counts) = pk_scan_metrics(&uncached, sql, &metrics).await;
+        assert_eq!(out, first);
+        assert!(counts[0] >= 1 && counts[1] == 0, "{counts:?}");
+    }
 }
 
 #[tokio::test]
