@@ -6,13 +6,16 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::parquet::CachedParquetFileReaderFactory;
+use datafusion::datasource::physical_plan::parquet::{
+    CachedParquetFileReaderFactory, ParquetRowSelection,
+};
 use datafusion::datasource::physical_plan::{
     FileGroup, FileScanConfig, FileScanConfigBuilder, ParquetSource,
 };
@@ -22,6 +25,7 @@ use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::parquet::arrow::RowNumber;
+use datafusion::parquet::arrow::arrow_reader::RowSelection;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::utils::reassign_expr_columns;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
@@ -295,7 +299,6 @@ pub fn parquet_scan(
         predicate,
         limit,
         rows: files.iter().map(|f| f.rows).sum(),
-        row_filter: false,
         row_numbers: false,
         file_per_partition: false,
     };
@@ -308,8 +311,6 @@ pub struct BucketScanOptions {
     /// Prunes row groups and pages (never needed for correctness: the merge's parent
     /// re-applies every filter).
     pub predicate: Option<Arc<dyn PhysicalExpr>>,
-    /// Evaluates the predicate on rows while decoding (a key lookup).
-    pub row_filter: bool,
     /// Adds each row's position in its file as a last column,
     /// [`LAKE_ROW_NUMBER_COLUMN`] (parquet's `row_number` virtual column, which costs
     /// no read).
@@ -340,7 +341,6 @@ pub fn parquet_bucket_scan(
         predicate: options.predicate,
         limit: None,
         rows: files.iter().map(|f| f.rows).sum(),
-        row_filter: options.row_filter,
         row_numbers: options.row_numbers,
         file_per_partition: true,
     };
@@ -383,6 +383,32 @@ pub fn push_filters_by_name(
     Ok(Some(DataSourceExec::from_data_source(config)))
 }
 
+/// A scan of only the `wanted` rows (by position in the file) of file `file` of a
+/// bucket scan ([`parquet_bucket_scan`]): its parquet reader is given the rows as a
+/// row selection (`ParquetRowSelection`), so it reads only the pages holding them and
+/// decodes only them. `None` when `plan` is not such a scan.
+pub fn scan_rows_of_file(
+    plan: &Arc<dyn ExecutionPlan>,
+    file: usize,
+    wanted: &BooleanBuffer,
+) -> Option<Arc<dyn ExecutionPlan>> {
+    let scan = plan
+        .downcast_ref::<DataSourceExec>()?
+        .data_source()
+        .downcast_ref::<FileScanConfig>()?;
+    let partitioned = scan.file_groups.get(file)?.files().first()?.clone();
+    let rows = wanted
+        .set_indices()
+        .map(|row| row..row + 1)
+        .collect::<Vec<_>>();
+    let selection = RowSelection::from_consecutive_ranges(rows.into_iter(), wanted.len());
+    let partitioned = partitioned.with_extension(ParquetRowSelection::new(selection));
+    let config = FileScanConfigBuilder::from(scan.clone())
+        .with_file_groups(vec![FileGroup::new(vec![partitioned])])
+        .build();
+    Some(DataSourceExec::from_data_source(config))
+}
+
 /// The files as DataFusion `PartitionedFile`s of one object store.
 fn partitioned_files(files: &[LakeFile]) -> Result<(ObjectStoreUrl, Vec<PartitionedFile>)> {
     let first = files
@@ -408,10 +434,6 @@ struct ParquetScanConfig {
     predicate: Option<Arc<dyn PhysicalExpr>>,
     limit: Option<usize>,
     rows: i64,
-    /// Evaluates the predicate on rows while decoding (parquet `pushdown_filters`):
-    /// only the rows it keeps have their other columns decoded. For selective
-    /// predicates (a key lookup), whatever the session's default.
-    row_filter: bool,
     /// Projects [`LAKE_ROW_NUMBER_COLUMN`] last.
     row_numbers: bool,
     /// Each partition reads its own files, in order: no partition takes another's
@@ -458,9 +480,6 @@ impl ParquetScanConfig {
             .with_parquet_file_reader_factory(Arc::new(reader_factory));
         if let Some(p) = self.predicate {
             source = source.with_predicate(p);
-            if self.row_filter {
-                source = source.with_pushdown_filters(true);
-            }
         }
         let with_files = groups.iter().flatten().all(|f| f.statistics.is_some());
         let merge = |files: &[PartitionedFile]| {

@@ -38,7 +38,7 @@ use datafusion::physical_plan::{
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
-use super::lake_exec::{merged_stream, push_filters_by_name};
+use super::lake_exec::{merged_stream, push_filters_by_name, scan_rows_of_file};
 use super::lookup_exec::KeyLookupPlan;
 use super::statistics::ColumnEstimates;
 use crate::cast::batch_of;
@@ -800,6 +800,21 @@ impl BucketMerge {
                     keep = &keep & &runs.unseen(keys.batch().columns())?;
                 }
             }
+            // A key lookup reads only the rows holding a looked-up key, found in the
+            // file's keys: a file holding none is not opened, and the key columns are
+            // never decoded.
+            let lookup = match &self.inputs.key_lookup {
+                Some(lookup) => {
+                    let wanted = &keep & &rows_holding(keys.batch().columns(), lookup)?;
+                    if wanted.count_set_bits() == 0 {
+                        return Ok(futures::stream::empty().boxed());
+                    }
+                    let rows = scan_rows_of_file(&base.plan, base.file, &wanted)
+                        .ok_or_else(|| Error::internal("a base lake scan is not a file scan"))?;
+                    Some(rows)
+                }
+                None => None,
+            };
             let file = Arc::new(SurvivingRows {
                 keys,
                 keep,
@@ -807,14 +822,20 @@ impl BucketMerge {
                 _memory: memory,
             });
             let kinds = base.kinds;
-            let rows = base.plan.execute(base.file, self.context.clone())?;
-            Ok::<_, Error>(rows.map(move |batch| {
-                let run = LakeRun::KeyedBase {
-                    file: file.clone(),
-                    kinds,
-                };
-                Ok((batch.map_err(Error::from)?, run))
-            }))
+            let rows = match lookup {
+                Some(rows) => rows.execute(0, self.context.clone())?,
+                None => base.plan.execute(base.file, self.context.clone())?,
+            };
+            Ok::<_, Error>(
+                rows.map(move |batch| {
+                    let run = LakeRun::KeyedBase {
+                        file: file.clone(),
+                        kinds,
+                    };
+                    Ok((batch.map_err(Error::from)?, run))
+                })
+                .boxed(),
+            )
         })
         .try_flatten()
         .boxed()
@@ -932,6 +953,15 @@ struct SurvivingRows {
     path: String,
     /// The keys' memory in the query's pool, when the cache does not hold them.
     _memory: Option<MemoryReservation>,
+}
+
+/// Which rows of `keys` (a file's key columns) hold one of the `lookup` keys (one
+/// array per key column, one row per key).
+fn rows_holding(keys: &[ArrayRef], lookup: &[ArrayRef]) -> Result<BooleanBuffer> {
+    let types: Vec<DataType> = keys.iter().map(|k| k.data_type().clone()).collect();
+    let mut looked_up = RunKeys::new(&types)?;
+    looked_up.first_seen(lookup)?;
+    Ok(!&looked_up.unseen(keys)?)
 }
 
 /// The lock of the bucket's run keys (a poisoned lock means a merge step panicked).

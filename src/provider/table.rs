@@ -593,9 +593,10 @@ impl FlussTableProvider {
                     } else {
                         (self.schema.clone(), base_columns.clone())
                     };
+                    // A key lookup reads the rows its keys' positions select (found
+                    // in the files' keys), so no predicate needs evaluating.
                     let options = BucketScanOptions {
-                        predicate: predicate.clone(),
-                        row_filter: key_lookup.is_some(),
+                        predicate: predicate.clone().filter(|_| key_lookup.is_none()),
                         row_numbers: merges_by_key,
                     };
                     let keys = if merges_by_key {

@@ -334,6 +334,15 @@ async fn point_lookups_by_bucket_key_read_one_bucket() {
         out.contains("| 7  | n7b  |") && out.contains("| 30 | n30  |"),
         "{out}"
     );
+    // The lake reads only the rows holding a looked-up key that the tail does not
+    // override: 30's row, not 7's (updated in the tail), nor the rest of its files.
+    let (_, sums) = pk_scan_metrics(
+        &ctx,
+        "SELECT id, name FROM fluss.db.users WHERE id IN (7, 30)",
+        &["lake_rows"],
+    )
+    .await;
+    assert_eq!(sums[0], 1, "lake rows decoded: {sums:?}");
     // every id still found through its own bucket
     for id in [1, 8, 19, 40] {
         let out = query(
