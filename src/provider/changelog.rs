@@ -176,6 +176,7 @@ impl ExecutionPlan for ChangelogExec {
     }
 
     super::describe::leaf_node_methods!();
+    super::describe::no_expressions!();
 
     fn execute(
         &self,

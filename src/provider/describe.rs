@@ -121,7 +121,9 @@ pub fn log_counters(metrics: &ExecutionPlanMetricsSet, partition: usize) -> LogR
 }
 
 /// The `ExecutionPlan` methods every scan leaf here implements the same way: no
-/// children, no expressions, cached properties in `self.properties`.
+/// children, cached properties in `self.properties`. Leaves holding no expression
+/// add [`no_expressions`]; the others list theirs, so that a hash join finds the
+/// dynamic filter it fills in its probe side (`plan_contains_expression_id`).
 macro_rules! leaf_node_methods {
     () => {
         fn properties(&self) -> &std::sync::Arc<datafusion::physical_plan::PlanProperties> {
@@ -130,17 +132,6 @@ macro_rules! leaf_node_methods {
 
         fn children(&self) -> Vec<&std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
             vec![]
-        }
-
-        fn apply_expressions(
-            &self,
-            _f: &mut dyn FnMut(
-                &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
-            ) -> datafusion::error::Result<
-                datafusion::common::tree_node::TreeNodeRecursion,
-            >,
-        ) -> datafusion::error::Result<datafusion::common::tree_node::TreeNodeRecursion> {
-            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
         }
 
         fn with_new_children(
@@ -153,6 +144,23 @@ macro_rules! leaf_node_methods {
     };
 }
 pub(crate) use leaf_node_methods;
+
+/// `ExecutionPlan::apply_expressions` of a leaf holding no expression.
+macro_rules! no_expressions {
+    () => {
+        fn apply_expressions(
+            &self,
+            _f: &mut dyn FnMut(
+                &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+            ) -> datafusion::error::Result<
+                datafusion::common::tree_node::TreeNodeRecursion,
+            >,
+        ) -> datafusion::error::Result<datafusion::common::tree_node::TreeNodeRecursion> {
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+    };
+}
+pub(crate) use no_expressions;
 
 /// The stream of a partition that reads nothing.
 pub fn empty_partition(schema: SchemaRef) -> datafusion::physical_plan::SendableRecordBatchStream {

@@ -150,6 +150,7 @@ impl ExecutionPlan for FlussLakeMergeExec {
     }
 
     super::describe::leaf_node_methods!();
+    super::describe::no_expressions!();
 
     fn execute(
         &self,

@@ -5,10 +5,17 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::utils::{conjunction, reassign_expr_columns};
 use datafusion::physical_optimizer::pruning::PruningPredicate;
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -23,6 +30,51 @@ use crate::union::BucketCut;
 use super::describe::{describe_buckets, describe_projection};
 use super::statistics::ColumnEstimates;
 
+/// What a log scan skips batches by, from their V1 statistics: the query's own
+/// filters, and the dynamic filters hash joins and TopK push at run time (taken as
+/// they stand when each bucket's read starts, so a join's build side is complete).
+/// Skipping never drops a row a filter keeps; the parents still filter rows.
+#[derive(Debug, Clone)]
+pub struct BatchSkipping {
+    /// The table's schema, whose column names the batch statistics answer by.
+    table_schema: SchemaRef,
+    /// The query's filters (a predicate statistics can prune by).
+    fixed: Option<Arc<dyn PhysicalExpr>>,
+    /// Filters pushed at run time, over `table_schema`.
+    dynamic: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+impl BatchSkipping {
+    /// Skipping by `filter` (over `table_schema`), kept only when a pruning predicate
+    /// can be made of it.
+    pub fn new(table_schema: SchemaRef, filter: Option<Arc<dyn PhysicalExpr>>) -> Self {
+        let fixed = filter.filter(|f| pruning(f.clone(), &table_schema).is_some());
+        Self {
+            table_schema,
+            fixed,
+            dynamic: Vec::new(),
+        }
+    }
+
+    /// The predicate batches are skipped by now (dynamic filters at their current
+    /// state); `None` when nothing can be skipped.
+    fn predicate(&self) -> Option<Arc<PruningPredicate>> {
+        let all: Vec<_> = self.fixed.iter().chain(&self.dynamic).cloned().collect();
+        if all.is_empty() {
+            return None;
+        }
+        pruning(conjunction(all), &self.table_schema)
+    }
+}
+
+/// A pruning predicate of `filter`, unless none can be made of it.
+fn pruning(filter: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Option<Arc<PruningPredicate>> {
+    #[allow(deprecated)]
+    PruningPredicate::try_new(filter, schema.clone())
+        .ok()
+        .map(Arc::new)
+}
+
 /// Scans `[start, stop)` of each bucket of a log table.
 #[derive(Debug)]
 pub struct FlussLogScanExec {
@@ -32,7 +84,7 @@ pub struct FlussLogScanExec {
     groups: Vec<Vec<BucketCut>>,
     projection: Option<Vec<usize>>,
     schema: SchemaRef,
-    predicate: Option<Arc<PruningPredicate>>,
+    skipping: BatchSkipping,
     filters: Vec<String>,
     snapshot_id: Option<i64>,
     limit: Option<usize>,
@@ -52,7 +104,7 @@ impl FlussLogScanExec {
         target_partitions: usize,
         projection: Option<Vec<usize>>,
         schema: SchemaRef,
-        predicate: Option<Arc<PruningPredicate>>,
+        skipping: BatchSkipping,
         filters: Vec<String>,
         snapshot_id: Option<i64>,
         limit: Option<usize>,
@@ -67,7 +119,7 @@ impl FlussLogScanExec {
             groups,
             projection,
             schema,
-            predicate,
+            skipping,
             filters,
             snapshot_id,
             limit,
@@ -97,8 +149,17 @@ impl DisplayAs for FlussLogScanExec {
         if !self.filters.is_empty() {
             write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
         }
-        if self.predicate.is_some() {
+        if self.skipping.fixed.is_some() {
             write!(f, ", batch_skipping=v1_statistics")?;
+        }
+        if !self.skipping.dynamic.is_empty() {
+            let filters: Vec<String> = self
+                .skipping
+                .dynamic
+                .iter()
+                .map(|d| d.to_string())
+                .collect();
+            write!(f, ", dynamic_filters=[{}]", filters.join(", "))?;
         }
         if let Some(limit) = self.limit {
             write!(f, ", limit={limit}")?;
@@ -114,6 +175,14 @@ impl ExecutionPlan for FlussLogScanExec {
 
     super::describe::leaf_node_methods!();
 
+    /// The dynamic filters pushed here, so the join filling one finds it.
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        datafusion::physical_plan::apply_expression_roots(self.skipping.dynamic.iter(), f)
+    }
+
     fn execute(
         &self,
         partition: usize,
@@ -126,16 +195,21 @@ impl ExecutionPlan for FlussLogScanExec {
         let counters = super::describe::log_counters(&self.metrics, partition);
         let options = LogReadOptions {
             projection: self.projection.clone(),
-            predicate: self.predicate.clone(),
+            predicate: None,
             verify_crc: true,
             counters: Some(counters),
         };
         let source = self.source.clone();
         let table = self.table.clone();
+        let skipping = self.skipping.clone();
         let stream = futures::stream::iter(cuts)
             .map(move |cut| {
-                let (source, table, options) = (source.clone(), table.clone(), options.clone());
+                let (source, table) = (source.clone(), table.clone());
+                let mut options = options.clone();
+                let skipping = skipping.clone();
                 futures::stream::once(async move {
+                    // when the bucket's read starts: a join's build side is read
+                    options.predicate = skipping.predicate();
                     source
                         .read_log(&table, &cut.location, cut.range, options)
                         .await
@@ -156,6 +230,51 @@ impl ExecutionPlan for FlussLogScanExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
+    }
+
+    /// Filters pushed at run time (hash-join and TopK dynamic filters, `Post` phase)
+    /// skip log batches by their statistics as the query's own filters do. Rows are
+    /// not filtered here, so the parents keep every filter.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> DfResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters = &child_pushdown_result.parent_filters;
+        let kept = FilterPushdownPropagation::with_parent_pushdown_result(vec![
+            PushedDown::No;
+            filters.len()
+        ]);
+        if phase != FilterPushdownPhase::Post {
+            return Ok(kept);
+        }
+        // over the table's columns, by name, as the statistics answer
+        let table_schema = &self.skipping.table_schema;
+        let dynamic: Vec<_> = filters
+            .iter()
+            .filter_map(|f| reassign_expr_columns(f.filter.clone(), table_schema).ok())
+            .collect();
+        if dynamic.is_empty() {
+            return Ok(kept);
+        }
+        let mut skipping = self.skipping.clone();
+        skipping.dynamic.extend(dynamic);
+        let updated = Self {
+            source: self.source.clone(),
+            table: self.table.clone(),
+            groups: self.groups.clone(),
+            projection: self.projection.clone(),
+            schema: self.schema.clone(),
+            skipping,
+            filters: self.filters.clone(),
+            snapshot_id: self.snapshot_id,
+            limit: self.limit,
+            estimates: self.estimates.clone(),
+            properties: self.properties.clone(),
+            metrics: ExecutionPlanMetricsSet::new(),
+        };
+        Ok(kept.with_updated_node(Arc::new(updated)))
     }
 
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {

@@ -211,6 +211,7 @@ impl ExecutionPlan for FlussKeyLookupExec {
     }
 
     super::describe::leaf_node_methods!();
+    super::describe::no_expressions!();
 
     fn execute(
         &self,

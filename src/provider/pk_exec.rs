@@ -21,10 +21,12 @@ use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
 };
@@ -324,6 +326,25 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
     }
 
     super::describe::leaf_node_methods!();
+
+    /// The expressions of the buckets' lake parquet scans (dynamic filters pushed
+    /// into them among them), so the join filling one finds it.
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        let plans = self
+            .groups
+            .iter()
+            .flatten()
+            .filter_map(|t| t.lake_parquet.as_ref());
+        for parquet in plans {
+            if parquet.plan.apply_expressions(f)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
 
     fn execute(
         &self,

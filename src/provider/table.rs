@@ -32,7 +32,6 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_optimizer::pruning::PruningPredicate;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
@@ -42,7 +41,7 @@ use super::lake_exec::{
     BucketScanOptions, FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan,
     parquet_scan,
 };
-use super::log_exec::FlussLogScanExec;
+use super::log_exec::{BatchSkipping, FlussLogScanExec};
 use super::lookup_exec::{KeyLookupPlan, LookupKeys};
 use super::options::FlussOptions;
 use super::pk_exec::{
@@ -378,13 +377,7 @@ impl FlussTableProvider {
             }
         }
         if self.mode == ReadMode::Union {
-            let pruning = predicate
-                .clone()
-                .and_then(|p| {
-                    #[allow(deprecated)]
-                    PruningPredicate::try_new(p, self.schema.clone()).ok()
-                })
-                .map(Arc::new);
+            let skipping = BatchSkipping::new(self.schema.clone(), predicate.clone());
             let buckets: Vec<_> = cut
                 .buckets
                 .into_iter()
@@ -398,7 +391,7 @@ impl FlussTableProvider {
                     state.config().target_partitions(),
                     projection,
                     output_schema.clone(),
-                    pruning,
+                    skipping,
                     filters.describe(),
                     snapshot_id,
                     limit,

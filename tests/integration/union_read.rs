@@ -705,3 +705,121 @@ async fn folded_tails_are_reused_until_the_tail_moves() {
         assert!(out.contains("n3c"), "{out}");
     }
 }
+
+#[tokio::test]
+async fn join_dynamic_filters_skip_tail_batches_by_their_statistics() {
+    // A hash join's dynamic filter (its build side's key bounds) reaches the log
+    // tail's scan: batches whose V1 statistics lie outside it are never decoded.
+    let (_dir, store, ctx) = setup().await;
+    let events = TablePath::new("db", "events");
+    let picks = TablePath::new("db", "picks");
+    let with_statistics = TableDescriptor::builder()
+        .schema(
+            Schema::builder()
+                .column("id", DataTypes::bigint())
+                .column("name", DataTypes::string())
+                .column("score", DataTypes::int())
+                .build()
+                .unwrap(),
+        )
+        .distributed_by(Some(1), vec![])
+        .property("table.statistics.columns", "*")
+        .build()
+        .unwrap();
+    store
+        .create_table(&events, &with_statistics, false)
+        .await
+        .unwrap();
+    store
+        .create_table(&picks, &descriptor(false, 1), false)
+        .await
+        .unwrap();
+    for (ids, names) in [
+        ([1, 2], ["a", "b"]),
+        ([11, 12], ["k", "l"]),
+        ([21, 22], ["u", "v"]),
+    ] {
+        store
+            .append(&events, &rows(&ids, &names, &[0, 0]))
+            .await
+            .unwrap();
+    }
+    store
+        .append(&picks, &rows(&[12], &["p"], &[1]))
+        .await
+        .unwrap();
+    let sql = "SELECT e.id, e.name FROM fluss.db.events e JOIN fluss.db.picks p ON e.id = p.id";
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+        .await
+        .unwrap();
+    let out = pretty_format_batches(&batches).unwrap().to_string();
+    assert!(out.contains("| 12 | l    |"), "{out}");
+    assert_eq!(out.lines().count(), 5, "{out}");
+    let (mut read, mut skipped) = (0, 0);
+    let mut stack = vec![plan.clone()];
+    while let Some(node) = stack.pop() {
+        let line = datafusion::physical_plan::displayable(node.as_ref())
+            .one_line()
+            .to_string();
+        if node.name() == "FlussLogScanExec" && line.contains("table=db.events") {
+            assert!(line.contains("dynamic_filters=["), "{line}");
+            let metrics = node.metrics().unwrap();
+            read += metrics.sum_by_name("log_batches_read").unwrap().as_usize();
+            skipped += metrics
+                .sum_by_name("log_batches_skipped")
+                .unwrap()
+                .as_usize();
+        }
+        stack.extend(node.children().into_iter().cloned());
+    }
+    assert_eq!(
+        (read, skipped),
+        (1, 2),
+        "{}",
+        datafusion::physical_plan::displayable(plan.as_ref()).indent(true)
+    );
+}
+
+#[tokio::test]
+async fn join_dynamic_filters_prune_primary_key_lake_files() {
+    // The dynamic filter a hash join pushes into a primary-key scan reaches its
+    // lake parquet scans: a base file whose key range misses the build side's keys
+    // is pruned, none of its rows decoded.
+    let (_dir, store, ctx) = setup().await;
+    let path = tiered_users(&store, 1, 10).await;
+    store
+        .upsert(&path, &rows(&[11, 12], &["n11", "n12"], &[11, 12]))
+        .await
+        .unwrap();
+    tier(&store, &path).await.unwrap();
+    let picks = TablePath::new("db", "picks");
+    store
+        .create_table(&picks, &descriptor(false, 1), false)
+        .await
+        .unwrap();
+    store
+        .append(&picks, &rows(&[12], &["p"], &[1]))
+        .await
+        .unwrap();
+    let sql = "SELECT u.id, u.name FROM fluss.db.users u JOIN fluss.db.picks p ON u.id = p.id";
+    let (out, sums) = pk_scan_metrics(&ctx, sql, &["lake_rows"]).await;
+    assert!(out.contains("| 12 | n12  |"), "{out}");
+    assert_eq!(out.lines().count(), 5, "{out}");
+    // only the second round's file (11, 12) is read
+    assert_eq!(sums[0], 2, "lake rows decoded: {sums:?}");
+    // without the dynamic filter, all 12 are
+    query(
+        &ctx,
+        "SET datafusion.optimizer.enable_join_dynamic_filter_pushdown = false",
+    )
+    .await;
+    let (again, sums) = pk_scan_metrics(&ctx, sql, &["lake_rows"]).await;
+    assert_eq!((again, sums[0]), (out, 12));
+}
