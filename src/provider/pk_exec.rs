@@ -15,9 +15,12 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch};
+use datafusion::arrow::array::{
+    Array, ArrayRef, BooleanArray, BooleanBufferBuilder, RecordBatch, Scalar, UInt32Array,
+};
 use datafusion::arrow::buffer::BooleanBuffer;
-use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::compute::kernels::cmp::eq;
+use datafusion::arrow::compute::{filter_record_batch, take};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::runtime::SpawnedTask;
@@ -61,6 +64,10 @@ const BASELINE_METRICS: [&str; 6] = [
     "start_timestamp",
     "end_timestamp",
 ];
+
+/// Up to this many looked-up keys are found in a file's keys by comparing each
+/// (one vectorized pass per key); more are hashed once and every row probed.
+const COMPARED_LOOKUP_KEYS: usize = 16;
 
 /// What one output partition reads.
 #[derive(Debug, Clone)]
@@ -813,24 +820,55 @@ impl BucketMerge {
     ) -> BoxStream<'static, Result<(RecordBatch, LakeRun)>> {
         futures::stream::once(async move {
             let (keys, memory) = self.file_keys(&base.keys).await?;
-            let all: Vec<usize> = (0..keys.batch().num_columns()).collect();
-            let mut keep = fold.surviving(keys.batch(), &all)?.values().clone();
+            let rows = keys.batch().num_rows();
+            // A key lookup reads only the rows holding a looked-up key, found in the
+            // file's keys: a file holding none is not opened, the key columns are never
+            // decoded, and only the rows holding a key are checked against the tail
+            // and the newer runs.
+            let holding = match &self.inputs.key_lookup {
+                Some(lookup) => {
+                    let holding = rows_holding(keys.batch().columns(), lookup)?;
+                    if holding.count_set_bits() == 0 {
+                        return Ok(futures::stream::empty().boxed());
+                    }
+                    Some(holding)
+                }
+                None => None,
+            };
+            let checked = match &holding {
+                Some(holding) => {
+                    let at = UInt32Array::from_iter_values(holding.set_indices().map(|i| i as u32));
+                    let columns = keys
+                        .batch()
+                        .columns()
+                        .iter()
+                        .map(|c| take(c, &at, None))
+                        .collect::<std::result::Result<Vec<_>, _>>()?;
+                    RecordBatch::try_new(keys.batch().schema(), columns)?
+                }
+                None => keys.batch().clone(),
+            };
+            let all: Vec<usize> = (0..checked.num_columns()).collect();
+            let mut keep = fold.surviving(&checked, &all)?.values().clone();
             {
                 let runs = lock(&runs)?;
                 if !runs.is_empty() {
-                    keep = &keep & &runs.unseen(keys.batch().columns())?;
+                    keep = &keep & &runs.unseen(checked.columns())?;
                 }
             }
-            // A key lookup reads only the rows holding a looked-up key, found in the
-            // file's keys: a file holding none is not opened, and the key columns are
-            // never decoded.
-            let lookup = match &self.inputs.key_lookup {
-                Some(lookup) => {
-                    let wanted = &keep & &rows_holding(keys.batch().columns(), lookup)?;
-                    if wanted.count_set_bits() == 0 {
+            let lookup = match &holding {
+                Some(holding) => {
+                    // back to the file's row positions
+                    let mut wanted = BooleanBufferBuilder::new(rows);
+                    wanted.append_n(rows, false);
+                    for (row, kept) in holding.set_indices().zip(keep.iter()) {
+                        wanted.set_bit(row, kept);
+                    }
+                    keep = wanted.finish();
+                    if keep.count_set_bits() == 0 {
                         return Ok(futures::stream::empty().boxed());
                     }
-                    let rows = scan_rows_of_file(&base.plan, base.file, &wanted)
+                    let rows = scan_rows_of_file(&base.plan, base.file, &keep)
                         .ok_or_else(|| Error::internal("a base lake scan is not a file scan"))?;
                     Some(rows)
                 }
@@ -979,10 +1017,34 @@ struct SurvivingRows {
 /// Which rows of `keys` (a file's key columns) hold one of the `lookup` keys (one
 /// array per key column, one row per key).
 fn rows_holding(keys: &[ArrayRef], lookup: &[ArrayRef]) -> Result<BooleanBuffer> {
-    let types: Vec<DataType> = keys.iter().map(|k| k.data_type().clone()).collect();
-    let mut looked_up = RunKeys::new(&types)?;
-    looked_up.first_seen(lookup)?;
-    Ok(!&looked_up.unseen(keys)?)
+    let rows = keys.first().map_or(0, |k| k.len());
+    let count = lookup.first().map_or(0, |k| k.len());
+    let same_types = keys
+        .iter()
+        .zip(lookup)
+        .all(|(k, l)| k.data_type() == l.data_type());
+    if count > COMPARED_LOOKUP_KEYS || !same_types {
+        let types: Vec<DataType> = keys.iter().map(|k| k.data_type().clone()).collect();
+        let mut looked_up = RunKeys::new(&types)?;
+        looked_up.first_seen(lookup)?;
+        return Ok(!&looked_up.unseen(keys)?);
+    }
+    // a few keys: compared column by column, vectorized, instead of hashing every row
+    let mut holding = BooleanBuffer::new_unset(rows);
+    for key in 0..count {
+        let mut equal = BooleanBuffer::new_set(rows);
+        for (column, wanted) in keys.iter().zip(lookup) {
+            let same = eq(column, &Scalar::new(wanted.slice(key, 1)))?;
+            // a NULL is no key
+            let same = match same.nulls() {
+                Some(nulls) => same.values() & nulls.inner(),
+                None => same.values().clone(),
+            };
+            equal = &equal & &same;
+        }
+        holding = &holding | &equal;
+    }
+    Ok(holding)
 }
 
 /// The lock of the bucket's run keys (a poisoned lock means a merge step panicked).

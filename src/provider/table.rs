@@ -29,7 +29,7 @@ use datafusion::common::stats::Precision;
 use datafusion::common::{DFSchema, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
-use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::utils::{conjunction, disjunction};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::ExecutionPlan;
@@ -197,12 +197,15 @@ impl FlussTableProvider {
         state.create_physical_expr(predicate, &df_schema).ok()
     }
 
+    /// The lake splits of the cut's snapshot, in the kept partitions and `buckets`
+    /// (all when `None`).
     async fn plan_lake(
         &self,
         state: &dyn Session,
         cut: &UnionCut,
         filters: &PlacedFilters,
         keep_partition: &(dyn Fn(&str) -> bool + Send + Sync),
+        buckets: Option<&HashSet<i32>>,
     ) -> Result<Option<LakeScan>> {
         let Some(snapshot) = &cut.snapshot else {
             return Ok(None);
@@ -216,17 +219,30 @@ impl FlussTableProvider {
             .iter()
             .map(|f| f.name().clone())
             .collect();
+        // Filters fixing a primary-key table's whole key (a point lookup) do not go to
+        // the lake's planning: planned without them, the snapshot's plan is the one
+        // cached for every lookup, not one per key, and the key's bucket, the files'
+        // kept keys or their footers then find the files holding it.
+        let primary_keys = self.table.info.get_primary_keys();
+        let fixes_key =
+            self.table.info.has_primary_key() && filters.fixed_values(primary_keys).is_some();
         let request = LakeScanRequest {
             snapshot_id: snapshot.snapshot_id,
-            filter: lake_predicate(&filters.lake(), &columns),
+            filter: if fixes_key {
+                None
+            } else {
+                lake_predicate(&filters.lake(), &columns)
+            },
             primary_key: self.table.info.has_primary_key(),
         };
         // checked against the Fluss types (`Utf8`, not the scans' views), as errors name them
         let fluss = self.table.schemas.latest()?.arrow.clone();
         let (lake, mut plan) =
             crate::lake::plan_snapshot(&location, &self.table, &fluss, &request).await?;
-        plan.splits
-            .retain(|s| s.partition_name.as_deref().is_none_or(keep_partition));
+        plan.splits.retain(|s| {
+            s.partition_name.as_deref().is_none_or(keep_partition)
+                && (s.bucket < 0 || buckets.is_none_or(|b| b.contains(&s.bucket)))
+        });
         for split in &plan.splits {
             for file in &split.files {
                 check_file_exists(&file.path).map_err(|e| {
@@ -545,6 +561,10 @@ impl FlussTableProvider {
             // exact already, and a partition column need not be stored in the data
             // files. The newer runs are folded like the tail: never filtered.
             let predicate = self.physical_predicate(state, &filters.raw_lake());
+            let looked_up_keys = key_lookup
+                .as_deref()
+                .and_then(|keys| keys_predicate(self.table.info.get_primary_keys(), keys))
+                .and_then(|keys| self.physical_predicate(state, &[keys]));
             let mut reads: Vec<BucketLakeFiles> = Vec::new();
             for split in &plan.splits {
                 let i = task_index(&mut tasks, split.partition_name.clone(), split.bucket);
@@ -632,6 +652,13 @@ impl FlussTableProvider {
                     });
                 }
                 let (schema, columns) = with_row_kind(&self.schema, &scan_columns, row_kind);
+                // A key lookup needs only the looked-up keys' versions, so a newer run
+                // may skip files and row groups by the key alone (never by another
+                // filter: a newer version it rejects must still hide older ones).
+                let newer_options = BucketScanOptions {
+                    predicate: looked_up_keys.clone(),
+                    ..BucketScanOptions::default()
+                };
                 for file in &read.newer {
                     let files = std::slice::from_ref(file);
                     task.lake_newer_runs.push(NewerRunScan {
@@ -641,7 +668,7 @@ impl FlussTableProvider {
                             &ColumnMapping::ByName,
                             schema.clone(),
                             columns.clone(),
-                            BucketScanOptions::default(),
+                            newer_options.clone(),
                         )?,
                         row_count: file.rows.max(0) as u64,
                     });
@@ -705,6 +732,23 @@ fn key_lookup(
         .map(|&p| scan_schema.field(p).data_type().clone())
         .collect();
     fixed_keys(filters, &primary_keys, &types, MAX_LOOKUP_KEYS)
+}
+
+/// `columns` (the primary key) equal to one of `keys` (one array per column, one
+/// row per key).
+fn keys_predicate(columns: &[String], keys: &[ArrayRef]) -> Option<Expr> {
+    let count = keys.first()?.len();
+    let mut alternatives = Vec::with_capacity(count);
+    for row in 0..count {
+        let mut equal = Vec::with_capacity(columns.len());
+        for (name, values) in columns.iter().zip(keys) {
+            let value = ScalarValue::try_from_array(values, row).ok()?;
+            let column = Expr::Column(datafusion::common::Column::from_name(name.clone()));
+            equal.push(column.eq(Expr::Literal(value, None)));
+        }
+        alternatives.push(conjunction(equal)?);
+    }
+    disjunction(alternatives)
 }
 
 /// The distinct keys of `columns` the filters fix, as one array per column of
@@ -895,16 +939,9 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             self.mode == ReadMode::Union,
         )
         .await?;
-        let mut lake = self
-            .plan_lake(state, &cut, &placed, &*keep_partition)
+        let lake = self
+            .plan_lake(state, &cut, &placed, &*keep_partition, buckets.as_ref())
             .await?;
-        if let Some(buckets) = &buckets
-            && let Some(lake) = lake.as_mut()
-        {
-            lake.plan
-                .splits
-                .retain(|s| s.bucket < 0 || buckets.contains(&s.bucket));
-        }
         let projection = projection.cloned();
         let output_schema = match &projection {
             Some(p) => Arc::new(self.schema.project(p)?),

@@ -53,9 +53,13 @@ const LOG_QUERIES: [&str; 5] = [
 /// Queries that read a primary-key table in full: the PK tail targets use them.
 const PK_QUERIES: [&str; 3] = ["pk_scan_customer", "pk_scan_part", "enrichment_join"];
 
-/// The bound of a PK union read with a 10% tail, against the lake-only read of the
-/// same format and against the Paimon union read (the issue's targets).
-const PK_TAIL10_BOUND: f64 = 1.5;
+/// The bound of a PK union read with a 10% tail against the lake-only read of the
+/// same format (issue 20's target; 1.5 before the lake files' keys were kept).
+const PK_TAIL10_BOUND: f64 = 1.2;
+
+/// The bound of a PK union read with a 10% tail on another format against the same
+/// read on Paimon.
+const PK_TAIL10_VS_PAIMON_BOUND: f64 = 1.5;
 
 fn main_tp(suite: &Suite) -> usize {
     suite.config["target_partitions"]
@@ -544,7 +548,7 @@ fn vs_paimon_target(suite: &Suite, lake: LakeFormat) -> Target {
             "PK table union read with a 10% tail on {} / the same read on Paimon (same data; ratio of medians)",
             lake.title()
         ),
-        PK_TAIL10_BOUND,
+        PK_TAIL10_VS_PAIMON_BOUND,
         &ratios,
         detail,
         format!(
@@ -1286,7 +1290,7 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
             "\n## {title} vs Paimon: union read on the same data ({tp} partitions)\n\n\
              The same generator and seed tiered into each format; `{title} / Paimon` is the ratio of \
              the two union reads' medians (the datasets run one after the other, not in the same rounds). \
-             The target `{lake}_pk_union_tail10_vs_paimon` is the worst of {} at tail 10% (bound {PK_TAIL10_BOUND}x).\n",
+             The target `{lake}_pk_union_tail10_vs_paimon` is the worst of {} at tail 10% (bound {PK_TAIL10_VS_PAIMON_BOUND}x).\n",
             PK_QUERIES.join(", ")
         );
         for sf in sfs(suite, lake) {
