@@ -20,7 +20,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::compute::kernels::cmp::eq;
-use datafusion::arrow::compute::{filter_record_batch, take};
+use datafusion::arrow::compute::{filter_record_batch, take, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::runtime::SpawnedTask;
@@ -820,59 +820,31 @@ impl BucketMerge {
     ) -> BoxStream<'static, Result<(RecordBatch, LakeRun)>> {
         futures::stream::once(async move {
             let (keys, memory) = self.file_keys(&base.keys).await?;
-            let rows = keys.batch().num_rows();
             // A key lookup reads only the rows holding a looked-up key, found in the
-            // file's keys: a file holding none is not opened, the key columns are never
-            // decoded, and only the rows holding a key are checked against the tail
-            // and the newer runs.
-            let holding = match &self.inputs.key_lookup {
+            // file's keys: only those rows are checked against the tail and the newer
+            // runs, the key columns are never decoded, and a file keeping none of them
+            // is not opened.
+            let (keep, lookup) = match &self.inputs.key_lookup {
+                None => (surviving(&fold, &runs, keys.batch())?, None),
                 Some(lookup) => {
                     let holding = rows_holding(keys.batch().columns(), lookup)?;
-                    if holding.count_set_bits() == 0 {
-                        return Ok(futures::stream::empty().boxed());
-                    }
-                    Some(holding)
-                }
-                None => None,
-            };
-            let checked = match &holding {
-                Some(holding) => {
                     let at = UInt32Array::from_iter_values(holding.set_indices().map(|i| i as u32));
-                    let columns = keys
-                        .batch()
-                        .columns()
-                        .iter()
-                        .map(|c| take(c, &at, None))
-                        .collect::<std::result::Result<Vec<_>, _>>()?;
-                    RecordBatch::try_new(keys.batch().schema(), columns)?
-                }
-                None => keys.batch().clone(),
-            };
-            let all: Vec<usize> = (0..checked.num_columns()).collect();
-            let mut keep = fold.surviving(&checked, &all)?.values().clone();
-            {
-                let runs = lock(&runs)?;
-                if !runs.is_empty() {
-                    keep = &keep & &runs.unseen(checked.columns())?;
-                }
-            }
-            let lookup = match &holding {
-                Some(holding) => {
+                    let kept = surviving(&fold, &runs, &take_record_batch(keys.batch(), &at)?)?;
                     // back to the file's row positions
-                    let mut wanted = BooleanBufferBuilder::new(rows);
-                    wanted.append_n(rows, false);
-                    for (row, kept) in holding.set_indices().zip(keep.iter()) {
-                        wanted.set_bit(row, kept);
+                    let rows = keys.batch().num_rows();
+                    let mut keep = BooleanBufferBuilder::new(rows);
+                    keep.append_n(rows, false);
+                    for (row, kept) in at.values().iter().zip(kept.iter()) {
+                        keep.set_bit(*row as usize, kept);
                     }
-                    keep = wanted.finish();
+                    let keep = keep.finish();
                     if keep.count_set_bits() == 0 {
                         return Ok(futures::stream::empty().boxed());
                     }
                     let rows = scan_rows_of_file(&base.plan, base.file, &keep)
                         .ok_or_else(|| Error::internal("a base lake scan is not a file scan"))?;
-                    Some(rows)
+                    (keep, Some(rows))
                 }
-                None => None,
             };
             let file = Arc::new(SurvivingRows {
                 keys,
@@ -946,8 +918,8 @@ impl BucketMerge {
         file: &SurvivingRows,
         kinds: bool,
     ) -> Result<RecordBatch> {
-        use datafusion::arrow::array::{Array, AsArray};
-        use datafusion::arrow::compute::{filter, take};
+        use datafusion::arrow::array::AsArray;
+        use datafusion::arrow::compute::filter;
         use datafusion::arrow::datatypes::Int64Type;
         let rows = batch.num_rows();
         self.lake_rows.add(rows);
@@ -1012,6 +984,22 @@ struct SurvivingRows {
     path: String,
     /// The keys' memory in the query's pool, when the cache does not hold them.
     _memory: Option<MemoryReservation>,
+}
+
+/// Which rows of `keys` (a file's key columns, in order) survive the tail's `fold`
+/// and hold a key no newer run has.
+fn surviving(
+    fold: &ChangelogFold,
+    runs: &Mutex<RunKeys>,
+    keys: &RecordBatch,
+) -> Result<BooleanBuffer> {
+    let all: Vec<usize> = (0..keys.num_columns()).collect();
+    let keep = fold.surviving(keys, &all)?.values().clone();
+    let runs = lock(runs)?;
+    if runs.is_empty() {
+        return Ok(keep);
+    }
+    Ok(&keep & &runs.unseen(keys.columns())?)
 }
 
 /// Which rows of `keys` (a file's key columns) hold one of the `lookup` keys (one
