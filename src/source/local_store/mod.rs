@@ -115,6 +115,20 @@ pub struct LocalStore {
     storage: Storage,
     options: LocalStoreOptions,
     writer: Mutex<WriterState>,
+    /// Tables as last loaded, by path: reused while their registration file and
+    /// schema files are the same (see [`LoadedTable`]).
+    tables: std::sync::Mutex<HashMap<TablePath, LoadedTable>>,
+}
+
+/// A table as loaded from its registration (the file's bytes) and schema files (their
+/// names): a schema file is written once under its id, so the same bytes and names
+/// give the same table, and parsing them again (JSON, then the Arrow schemas of every
+/// version) is what a query's metadata read would otherwise spend most on.
+#[derive(Debug)]
+struct LoadedTable {
+    registration: Bytes,
+    schema_files: Vec<String>,
+    table: FlussTable,
 }
 
 /// Wall-clock epoch milliseconds (registration times, commit identifiers).
@@ -164,6 +178,7 @@ impl LocalStore {
             storage,
             options,
             writer: Mutex::new(WriterState::default()),
+            tables: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -224,11 +239,19 @@ impl LocalStore {
                 "table '{path}' is still being created"
             )));
         }
+        let schemas_dir = layout::schemas_dir(path);
+        let mut schema_files = self.storage.list_dir(&schemas_dir).await?;
+        schema_files.sort();
+        if let Some(loaded) = self.loaded_tables().get(path)
+            && loaded.registration == bytes
+            && loaded.schema_files == schema_files
+        {
+            return Ok(loaded.table.clone());
+        }
         let reg: TableRegistration = serde_json::from_slice(&bytes)
             .map_err(|e| Error::from(e).with_context("file", &node))?;
         let mut history = SchemaHistory::default();
-        let schemas_dir = layout::schemas_dir(path);
-        for name in self.storage.list_dir(&schemas_dir).await? {
+        for name in &schema_files {
             let Some(id) = name
                 .strip_suffix(".json")
                 .and_then(|s| s.parse::<i32>().ok())
@@ -274,7 +297,23 @@ impl LocalStore {
             e.with_context("table", path.to_string())
                 .with_context("file", &node)
         })?;
+        self.loaded_tables().insert(
+            path.clone(),
+            LoadedTable {
+                registration: bytes,
+                schema_files,
+                table: table.clone(),
+            },
+        );
         Ok(table)
+    }
+
+    /// The tables loaded so far (a poisoned lock only means a panic elsewhere while
+    /// it was held: the map itself is always whole).
+    fn loaded_tables(&self) -> std::sync::MutexGuard<'_, HashMap<TablePath, LoadedTable>> {
+        self.tables
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Partitions of a table, by name.
