@@ -19,11 +19,13 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
-use datafusion::common::{ColumnStatistics, Statistics};
+use datafusion::common::{ColumnStatistics, Statistics, TableReference};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use datafusion::execution::cache::cache_manager::CachedFileMetadata;
+use datafusion::execution::cache::{SchemaFingerprint, TableScopedPath};
 use datafusion::logical_expr::interval_arithmetic::Interval;
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 
 use super::lake_exec::object_location;
 use crate::error::{Error, Result};
@@ -32,6 +34,10 @@ use crate::lake::LakeFile;
 /// Bytes a value of a variable-width column is assumed to take when no lake file
 /// says better (a never-tiered table).
 const VARIABLE_WIDTH_BYTES: usize = 24;
+
+/// The scope our lake files' statistics are kept under in the session's statistics
+/// cache.
+const STATISTICS_SCOPE: &str = "fluss union read lake files";
 
 /// Footers read at once while planning.
 const FOOTER_READS: usize = 16;
@@ -45,6 +51,8 @@ pub async fn lake_file_statistics(
     schema: &SchemaRef,
 ) -> Result<Vec<Arc<Statistics>>> {
     let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+    let computed = state.runtime_env().cache_manager.get_file_statistic_cache();
+    let fingerprint = Arc::new(SchemaFingerprint::from_schema(schema));
     // Futures owning what they read (a closure over borrowed files is not general
     // enough for the `Send` future an async trait method needs).
     let mut reads = Vec::with_capacity(files.len());
@@ -55,19 +63,41 @@ pub async fn lake_file_statistics(
         })?;
         // the object meta the scan's reader caches the footer under
         let meta = PartitionedFile::new(path, file.size).object_meta;
+        // A lake file is written once under its name: statistics computed from its
+        // footer for this schema are kept in the session's statistics cache, apart
+        // from a `ListingTable`'s entries for the same path (ours add distinct counts).
+        let key = TableScopedPath {
+            table: Some(TableReference::bare(STATISTICS_SCOPE)),
+            path: meta.location.clone(),
+        };
+        if let Some(kept) = computed.as_ref().and_then(|c| c.get(&key))
+            && kept.is_valid_for(&meta, &fingerprint)
+        {
+            reads.push(futures::future::ready(Ok(kept.statistics)).boxed());
+            continue;
+        }
         let (cache, schema, name) = (cache.clone(), schema.clone(), file.path.clone());
-        reads.push(async move {
-            let stats = DFParquetMetadata::new(store.as_ref(), &meta)
-                .with_file_metadata_cache(Some(cache))
-                .fetch_statistics(&schema)
-                .await
-                .map_err(|e| {
-                    Error::data_invalid("cannot read the footer of a lake file")
-                        .with_context("file", name)
-                        .with_source(e)
-                })?;
-            Ok::<_, Error>(Arc::new(with_range_distinct(stats)))
-        });
+        let (computed, fingerprint) = (computed.clone(), fingerprint.clone());
+        reads.push(
+            async move {
+                let stats = DFParquetMetadata::new(store.as_ref(), &meta)
+                    .with_file_metadata_cache(Some(cache))
+                    .fetch_statistics(&schema)
+                    .await
+                    .map_err(|e| {
+                        Error::data_invalid("cannot read the footer of a lake file")
+                            .with_context("file", name)
+                            .with_source(e)
+                    })?;
+                let stats = Arc::new(with_range_distinct(stats));
+                if let Some(computed) = computed {
+                    let kept = CachedFileMetadata::new(meta, fingerprint, stats.clone(), None);
+                    computed.put(&key, kept);
+                }
+                Ok::<_, Error>(stats)
+            }
+            .boxed(),
+        );
     }
     futures::stream::iter(reads)
         .buffered(FOOTER_READS)
