@@ -135,6 +135,9 @@ pub struct NewerRunScan {
     pub rows: Arc<dyn ExecutionPlan>,
     /// Rows in the file.
     pub row_count: u64,
+    /// A read of the file's keys, when the scan looks keys up: the file's kept keys
+    /// then say which rows hold a looked-up key, and only those are read.
+    pub keys: Option<FileKeyScan>,
 }
 
 /// Whether a Paimon row kind (`RowKind.toByteValue`: 0 `+I`, 1 `-U`, 2 `+U`, 3 `-D`)
@@ -713,7 +716,13 @@ impl BucketMerge {
             )
         };
         for run in task.lake_newer_runs.iter().rev() {
-            streams.push(rows(&run.rows, 0, LakeRun::Newer)?);
+            match (&run.keys, &inputs.key_lookup) {
+                (Some(keys), Some(_)) => streams.push(
+                    self.clone()
+                        .looked_up_newer_rows(run.rows.clone(), keys.clone()),
+                ),
+                _ => streams.push(rows(&run.rows, 0, LakeRun::Newer)?),
+            }
         }
         if let Some(scan) = &task.lake_parquet {
             let kinds = scan.drops_deletes;
@@ -809,6 +818,42 @@ impl BucketMerge {
         Ok(lake_stream.chain(tail_stream).boxed())
     }
 
+    /// The rows of a newer run's file holding a looked-up key, found in the file's
+    /// kept keys; a file holding none is not opened. Only a looked-up key's versions
+    /// matter to a lookup, so the other rows need not hide anything.
+    fn looked_up_newer_rows(
+        self: Arc<Self>,
+        rows: Arc<dyn ExecutionPlan>,
+        keys: FileKeyScan,
+    ) -> BoxStream<'static, Result<(RecordBatch, LakeRun)>> {
+        futures::stream::once(async move {
+            let lookup = self
+                .inputs
+                .key_lookup
+                .as_ref()
+                .ok_or_else(|| Error::internal("a newer run is looked up without keys"))?;
+            let (file_keys, memory) = self.file_keys(&keys).await?;
+            let holding = rows_holding(&file_keys, lookup)?;
+            if holding.count_set_bits() == 0 {
+                return Ok(futures::stream::empty().boxed());
+            }
+            let wanted = scan_rows_of_file(&rows, 0, &holding)
+                .ok_or_else(|| Error::internal("a newer lake run's scan is not a file scan"))?;
+            Ok::<_, Error>(
+                wanted
+                    .execute(0, self.context.clone())?
+                    .map(move |batch| {
+                        // the keys' memory is held while the file is read
+                        let _held = &memory;
+                        Ok((batch.map_err(Error::from)?, LakeRun::Newer))
+                    })
+                    .boxed(),
+            )
+        })
+        .try_flatten()
+        .boxed()
+    }
+
     /// The rows of one base lake file, read without its key columns. Started once
     /// every newer run has streamed (streams are read in order): the file's keys
     /// (cached, or read now) then say which rows survive the tail and the newer runs.
@@ -827,7 +872,7 @@ impl BucketMerge {
             let (keep, lookup) = match &self.inputs.key_lookup {
                 None => (surviving(&fold, &runs, keys.batch())?, None),
                 Some(lookup) => {
-                    let holding = rows_holding(keys.batch().columns(), lookup)?;
+                    let holding = rows_holding(&keys, lookup)?;
                     let at = UInt32Array::from_iter_values(holding.set_indices().map(|i| i as u32));
                     let kept = surviving(&fold, &runs, &take_record_batch(keys.batch(), &at)?)?;
                     // back to the file's row positions
@@ -1002,9 +1047,14 @@ fn surviving(
     Ok(&keep & &runs.unseen(keys.columns())?)
 }
 
-/// Which rows of `keys` (a file's key columns) hold one of the `lookup` keys (one
-/// array per key column, one row per key).
-fn rows_holding(keys: &[ArrayRef], lookup: &[ArrayRef]) -> Result<BooleanBuffer> {
+/// Which rows of a file's keys hold one of the `lookup` keys (one array per key
+/// column, one row per key): found by binary search in a file whose keys are in
+/// order, else compared with every row.
+fn rows_holding(file: &FileKeys, lookup: &[ArrayRef]) -> Result<BooleanBuffer> {
+    if let Some(holding) = file.search(lookup)? {
+        return Ok(holding);
+    }
+    let keys = file.batch().columns();
     let rows = keys.first().map_or(0, |k| k.len());
     let count = lookup.first().map_or(0, |k| k.len());
     let same_types = keys

@@ -224,8 +224,10 @@ impl FlussTableProvider {
         // cached for every lookup, not one per key, and the key's bucket, the files'
         // kept keys or their footers then find the files holding it.
         let primary_keys = self.table.info.get_primary_keys();
-        let fixes_key =
-            self.table.info.has_primary_key() && filters.fixed_values(primary_keys).is_some();
+        let fixes_key = self.table.info.has_primary_key()
+            && filters
+                .fixed_keys_within(primary_keys, MAX_LOOKUP_KEYS)
+                .is_some();
         let request = LakeScanRequest {
             snapshot_id: snapshot.snapshot_id,
             filter: if fixes_key {
@@ -520,8 +522,17 @@ impl FlussTableProvider {
             Vec::new()
         };
         let output_positions: Vec<usize> = (0..projected.len()).collect();
+        let key_types: Vec<DataType> = key_positions
+            .iter()
+            .map(|&p| scan_schema.field(p).data_type().clone())
+            .collect();
         let key_lookup = if merges_by_key {
-            key_lookup(filters, &self.table, &scan_schema, &key_positions)
+            fixed_keys(
+                filters,
+                self.table.info.get_primary_keys(),
+                &key_types,
+                MAX_LOOKUP_KEYS,
+            )
         } else {
             None
         };
@@ -594,10 +605,6 @@ impl FlussTableProvider {
                 .copied()
                 .filter(|c| !merges_by_key || !key_indexes.contains(c))
                 .collect();
-            let key_types: Vec<DataType> = key_positions
-                .iter()
-                .map(|&p| scan_schema.field(p).data_type().clone())
-                .collect();
             for (task, read) in tasks.iter_mut().zip(reads) {
                 let row_kind = read.row_kind.as_deref().unwrap_or("_VALUE_KIND");
                 if !read.base.is_empty() {
@@ -661,6 +668,28 @@ impl FlussTableProvider {
                 };
                 for file in &read.newer {
                     let files = std::slice::from_ref(file);
+                    // A key lookup finds its keys' rows in the file's kept keys.
+                    let keys = match key_lookup {
+                        Some(_) => Some(FileKeyScan {
+                            file: LakeFileId {
+                                path: file.path.clone(),
+                                size: file.size,
+                                key_types: key_types.clone(),
+                            },
+                            plan: parquet_bucket_scan(
+                                state,
+                                files,
+                                &ColumnMapping::ByName,
+                                self.schema.clone(),
+                                key_indexes.clone(),
+                                BucketScanOptions {
+                                    row_numbers: true,
+                                    ..BucketScanOptions::default()
+                                },
+                            )?,
+                        }),
+                        None => None,
+                    };
                     task.lake_newer_runs.push(NewerRunScan {
                         rows: parquet_bucket_scan(
                             state,
@@ -671,6 +700,7 @@ impl FlussTableProvider {
                             newer_options.clone(),
                         )?,
                         row_count: file.rows.max(0) as u64,
+                        keys,
                     });
                 }
             }
@@ -717,23 +747,6 @@ fn fluss_options(state: &dyn Session) -> FlussOptions {
 /// rows (an `IN` list of more keys reads the tail as a scan would).
 const MAX_LOOKUP_KEYS: usize = 4096;
 
-/// The primary keys the filters fix (every key column by `=` or `IN`), as one array
-/// per key column of the scan's key types, one row per key; `None` when they do not
-/// fix the whole key, fix too many, or a literal does not fit its column.
-fn key_lookup(
-    filters: &PlacedFilters,
-    table: &FlussTable,
-    scan_schema: &SchemaRef,
-    key_positions: &[usize],
-) -> Option<Vec<ArrayRef>> {
-    let primary_keys = table.info.get_primary_keys().clone();
-    let types: Vec<DataType> = key_positions
-        .iter()
-        .map(|&p| scan_schema.field(p).data_type().clone())
-        .collect();
-    fixed_keys(filters, &primary_keys, &types, MAX_LOOKUP_KEYS)
-}
-
 /// `columns` (the primary key) equal to one of `keys` (one array per column, one
 /// row per key).
 fn keys_predicate(columns: &[String], keys: &[ArrayRef]) -> Option<Expr> {
@@ -760,14 +773,7 @@ fn fixed_keys(
     types: &[DataType],
     max: usize,
 ) -> Option<Vec<ArrayRef>> {
-    let mut values = filters.fixed_values(columns)?;
-    for column in &mut values {
-        let mut seen = HashSet::new();
-        column.retain(|v| seen.insert(v.clone()));
-    }
-    if values.iter().map(Vec::len).product::<usize>() > max {
-        return None;
-    }
+    let values = filters.fixed_keys_within(columns, max)?;
     let keys = combinations(&values);
     types
         .iter()

@@ -203,6 +203,25 @@ impl PlacedFilters {
         values.into_iter().collect()
     }
 
+    /// The distinct values [`Self::fixed_values`] gives each of `columns`, when they
+    /// make at most `max` keys (every combination of one value per column): the one
+    /// test of whether a scan reads the keys as lookups.
+    pub fn fixed_keys_within(
+        &self,
+        columns: &[String],
+        max: usize,
+    ) -> Option<Vec<Vec<ScalarValue>>> {
+        let mut values = self.fixed_values(columns)?;
+        for column in &mut values {
+            let mut seen = std::collections::HashSet::new();
+            column.retain(|v| seen.insert(v.clone()));
+        }
+        let keys = values
+            .iter()
+            .try_fold(1usize, |keys, column| keys.checked_mul(column.len()))?;
+        (keys <= max).then_some(values)
+    }
+
     /// `filter (exact|inexact)` for each filter, as EXPLAIN shows them.
     pub fn describe(&self) -> Vec<String> {
         self.filters

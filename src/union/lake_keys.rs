@@ -17,11 +17,16 @@
 //! [`super::TailCache`] does, so what one source's credentials read is never served
 //! to another.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::array::DynComparator;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanBufferBuilder, RecordBatch, make_comparator,
+};
+use datafusion::arrow::buffer::BooleanBuffer;
+use datafusion::arrow::compute::{SortOptions, concat_batches};
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 
 use crate::error::{Error, Result};
@@ -46,6 +51,9 @@ pub(crate) struct LakeFileId {
 #[derive(Debug)]
 pub(crate) struct FileKeys {
     keys: RecordBatch,
+    /// Whether the rows are in ascending key order by Arrow's comparators (a sorted
+    /// run's are), checked once: a lookup then finds its keys by binary search.
+    ascending: bool,
 }
 
 impl FileKeys {
@@ -79,9 +87,38 @@ impl FileKeys {
             .iter()
             .map(|b| b.project(&key_indices))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(Self {
-            keys: concat_batches(&schema, &batches)?,
-        })
+        let keys = concat_batches(&schema, &batches)?;
+        let ascending = KeyOrder::of(keys.columns())?.is_some_and(|order| {
+            (1..keys.num_rows()).all(|row| order.compare(row - 1, row) != Ordering::Greater)
+        });
+        Ok(Self { keys, ascending })
+    }
+
+    /// The rows holding one of the `lookup` keys (one array per key column, one row
+    /// per key, of the key columns' types), found by binary search; `None` when the
+    /// rows are not known to be in key order.
+    pub(crate) fn search(&self, lookup: &[ArrayRef]) -> Result<Option<BooleanBuffer>> {
+        if !self.ascending {
+            return Ok(None);
+        }
+        let rows = self.keys.num_rows();
+        let mut holding = BooleanBufferBuilder::new(rows);
+        holding.append_n(rows, false);
+        let count = lookup.first().map_or(0, |k| k.len());
+        for key in 0..count {
+            let wanted: Vec<ArrayRef> = lookup.iter().map(|c| c.slice(key, 1)).collect();
+            let Some(order) = KeyOrder::between(self.keys.columns(), &wanted)? else {
+                return Ok(None);
+            };
+            let first = partition_point(rows, |row| order.compare(row, 0) == Ordering::Less);
+            for row in first..rows {
+                if order.compare(row, 0) != Ordering::Equal {
+                    break;
+                }
+                holding.set_bit(row, true);
+            }
+        }
+        Ok(Some(holding.finish()))
     }
 
     /// The key columns, one row per row of the file.
@@ -97,6 +134,77 @@ impl FileKeys {
     /// Bytes the keys hold.
     pub(crate) fn memory_size(&self) -> usize {
         self.keys.get_array_memory_size()
+    }
+}
+
+/// The first index in `0..len` for which `before` is false (`before` true for a
+/// prefix, then false).
+fn partition_point(len: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut low, mut high) = (0, len);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if before(middle) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
+}
+
+/// Lexicographic comparison of rows of key columns with rows of other key columns
+/// (or the same), column by column with Arrow's comparators. Only for key types whose
+/// comparator order agrees with equality as a key (no floating point: `-0.0` and
+/// `0.0` compare unequal there).
+struct KeyOrder {
+    columns: Vec<DynComparator>,
+}
+
+impl KeyOrder {
+    /// Rows of `keys` against rows of `keys`.
+    fn of(keys: &[ArrayRef]) -> Result<Option<Self>> {
+        Self::between(keys, keys)
+    }
+
+    /// Rows of `left` against rows of `right`; `None` for types not compared so.
+    fn between(left: &[ArrayRef], right: &[ArrayRef]) -> Result<Option<Self>> {
+        let mut columns = Vec::with_capacity(left.len());
+        for (l, r) in left.iter().zip(right) {
+            let comparable = l.data_type() == r.data_type()
+                && !l.data_type().is_floating()
+                && (l.data_type().is_primitive()
+                    || matches!(
+                        l.data_type(),
+                        DataType::Utf8
+                            | DataType::LargeUtf8
+                            | DataType::Utf8View
+                            | DataType::Binary
+                            | DataType::LargeBinary
+                            | DataType::BinaryView
+                            | DataType::FixedSizeBinary(_)
+                            | DataType::Boolean
+                    ));
+            if !comparable || l.null_count() > 0 || r.null_count() > 0 {
+                return Ok(None);
+            }
+            columns.push(make_comparator(
+                l.as_ref(),
+                r.as_ref(),
+                SortOptions::default(),
+            )?);
+        }
+        Ok((!columns.is_empty()).then_some(Self { columns }))
+    }
+
+    /// Row `left` of the left columns against row `right` of the right ones.
+    fn compare(&self, left: usize, right: usize) -> Ordering {
+        for column in &self.columns {
+            let order = column(left, right);
+            if order != Ordering::Equal {
+                return order;
+            }
+        }
+        Ordering::Equal
     }
 }
 
@@ -228,6 +336,26 @@ mod tests {
             size: 10,
             key_types: vec![DataType::Int32],
         }
+    }
+
+    fn holding(keys: &FileKeys, lookup: &[i32]) -> Option<Vec<usize>> {
+        let lookup: ArrayRef = Arc::new(Int32Array::from(lookup.to_vec()));
+        let found = keys.search(&[lookup]).unwrap()?;
+        Some(found.set_indices().collect())
+    }
+
+    #[test]
+    fn keys_in_order_are_found_by_binary_search() {
+        let numbers: Vec<i64> = (0..7).collect();
+        let sorted = [scanned(&[1, 3, 3, 5, 8, 13, 21], &numbers)];
+        let keys = FileKeys::from_scan(&schema(), &sorted).unwrap();
+        assert_eq!(holding(&keys, &[3]), Some(vec![1, 2]));
+        assert_eq!(holding(&keys, &[21, 1, 4]), Some(vec![0, 6]));
+        assert_eq!(holding(&keys, &[0, 22, 6]), Some(vec![]));
+        // keys out of order are not searched
+        let unsorted = [scanned(&[1, 5, 3], &numbers[..3])];
+        let keys = FileKeys::from_scan(&schema(), &unsorted).unwrap();
+        assert_eq!(holding(&keys, &[3]), None);
     }
 
     #[test]

@@ -355,6 +355,51 @@ async fn point_lookups_by_bucket_key_read_one_bucket() {
 }
 
 #[tokio::test]
+async fn point_lookups_read_only_the_newer_runs_rows_holding_their_keys() {
+    // A second tiering round writes a newer sorted run holding the changed keys; a
+    // lookup finds its keys' rows in that file's kept keys, reads only them, and does
+    // not open the file when it holds none.
+    let (_dir, store, ctx) = setup().await;
+    let path = tiered_users(&store, 1, 20).await;
+    store
+        .upsert(&path, &rows(&[3, 4], &["n3b", "n4b"], &[30, 40]))
+        .await
+        .unwrap();
+    store
+        .delete(&path, &rows(&[5], &["n5"], &[5]))
+        .await
+        .unwrap();
+    tier(&store, &path).await.unwrap();
+    // and a tail over both runs
+    store
+        .upsert(&path, &rows(&[4], &["n4c"], &[41]))
+        .await
+        .unwrap();
+    let explain = query(&ctx, "EXPLAIN SELECT name FROM fluss.db.users WHERE id = 3").await;
+    let line = plan_line(&explain, "FlussPrimaryKeyScanExec");
+    assert!(line.contains("1 keyed runs"), "{line}");
+    let metrics = ["lake_newer_run_rows", "lake_rows"];
+    for (ids, answer, newer_rows) in [
+        ("7", vec!["n7"], 0),
+        ("3", vec!["n3b"], 1),
+        ("5", vec![], 1),
+        ("4", vec!["n4c"], 1),
+        ("3, 5, 7, 11", vec!["n3b", "n7", "n11"], 2),
+    ] {
+        let sql = format!("SELECT name FROM fluss.db.users WHERE id IN ({ids}) ORDER BY id");
+        let (out, sums) = pk_scan_metrics(&ctx, &sql, &metrics).await;
+        let names: Vec<&str> = out
+            .lines()
+            .skip(3)
+            .filter(|l| l.starts_with("| "))
+            .map(|l| l.trim_matches(|c| c == '|' || c == ' '))
+            .collect();
+        assert_eq!(names, answer, "{sql}: {out}");
+        assert_eq!(sums[0], newer_rows, "{sql}: newer run rows read");
+    }
+}
+
+#[tokio::test]
 async fn scans_use_at_most_target_partitions_and_answer_the_same() {
     // Buckets are grouped into target_partitions output partitions (read one after
     // another inside a partition); the answer does not depend on the grouping.
@@ -569,6 +614,22 @@ async fn tail_cache_hits(ctx: &SessionContext, sql: &str) -> (String, usize) {
 /// The answer of `sql`, run to the end, and the named metrics of its primary-key
 /// scans, summed.
 async fn pk_scan_metrics(ctx: &SessionContext, sql: &str, names: &[&str]) -> (String, Vec<usize>) {
+    let (out, sums, _) = scan_metrics(ctx, sql, "FlussPrimaryKeyScanExec:", names).await;
+    (out, sums)
+}
+
+/// The answer of `sql`, run to the end, the named metrics summed over the plan's
+/// nodes whose one-line description starts with `node`, and the plan.
+async fn scan_metrics(
+    ctx: &SessionContext,
+    sql: &str,
+    node: &str,
+    names: &[&str],
+) -> (
+    String,
+    Vec<usize>,
+    Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) {
     let plan = ctx
         .sql(sql)
         .await
@@ -580,10 +641,13 @@ async fn pk_scan_metrics(ctx: &SessionContext, sql: &str, names: &[&str]) -> (St
         .await
         .unwrap();
     let mut sums = vec![0; names.len()];
-    let mut stack = vec![plan];
-    while let Some(node) = stack.pop() {
-        if node.name() == "FlussPrimaryKeyScanExec" {
-            let metrics = node.metrics();
+    let mut stack = vec![plan.clone()];
+    while let Some(scan) = stack.pop() {
+        let line = datafusion::physical_plan::displayable(scan.as_ref())
+            .one_line()
+            .to_string();
+        if line.starts_with(node) {
+            let metrics = scan.metrics();
             for (sum, name) in sums.iter_mut().zip(names) {
                 *sum += metrics
                     .as_ref()
@@ -591,9 +655,13 @@ async fn pk_scan_metrics(ctx: &SessionContext, sql: &str, names: &[&str]) -> (St
                     .map_or(0, |v| v.as_usize());
             }
         }
-        stack.extend(node.children().into_iter().cloned());
+        stack.extend(scan.children().into_iter().cloned());
     }
-    (pretty_format_batches(&batches).unwrap().to_string(), sums)
+    (
+        pretty_format_batches(&batches).unwrap().to_string(),
+        sums,
+        plan,
+    )
 }
 
 #[tokio::test]
@@ -749,42 +817,25 @@ async fn join_dynamic_filters_skip_tail_batches_by_their_statistics() {
         .await
         .unwrap();
     let sql = "SELECT e.id, e.name FROM fluss.db.events e JOIN fluss.db.picks p ON e.id = p.id";
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
-    let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
-        .await
-        .unwrap();
-    let out = pretty_format_batches(&batches).unwrap().to_string();
+    let events_scan = "FlussLogScanExec: table=db.events";
+    let (out, sums, plan) = scan_metrics(
+        &ctx,
+        sql,
+        events_scan,
+        &["log_batches_read", "log_batches_skipped"],
+    )
+    .await;
     assert!(out.contains("| 12 | l    |"), "{out}");
     assert_eq!(out.lines().count(), 5, "{out}");
-    let (mut read, mut skipped) = (0, 0);
-    let mut stack = vec![plan.clone()];
-    while let Some(node) = stack.pop() {
-        let line = datafusion::physical_plan::displayable(node.as_ref())
-            .one_line()
-            .to_string();
-        if node.name() == "FlussLogScanExec" && line.contains("table=db.events") {
-            assert!(line.contains("dynamic_filters=["), "{line}");
-            let metrics = node.metrics().unwrap();
-            read += metrics.sum_by_name("log_batches_read").unwrap().as_usize();
-            skipped += metrics
-                .sum_by_name("log_batches_skipped")
-                .unwrap()
-                .as_usize();
-        }
-        stack.extend(node.children().into_iter().cloned());
-    }
-    assert_eq!(
-        (read, skipped),
-        (1, 2),
-        "{}",
-        datafusion::physical_plan::displayable(plan.as_ref()).indent(true)
+    let shown = datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string();
+    let scan_line = shown.lines().find(|l| l.contains(events_scan));
+    assert!(
+        scan_line.is_some_and(|l| l.contains("dynamic_filters=[")),
+        "{shown}"
     );
+    assert_eq!(sums, [1, 2], "{shown}");
 }
 
 #[tokio::test]
