@@ -120,14 +120,15 @@ pub struct LocalStore {
     tables: std::sync::Mutex<HashMap<TablePath, LoadedTable>>,
 }
 
-/// A table as loaded from its registration (the file's bytes) and schema files (their
-/// names): a schema file is written once under its id, so the same bytes and names
-/// give the same table, and parsing them again (JSON, then the Arrow schemas of every
-/// version) is what a query's metadata read would otherwise spend most on.
+/// A table as loaded from its registration and schema files (each file's name and
+/// bytes): the same bytes give the same table, and parsing them again (JSON, then the
+/// Arrow schemas of every version) is what a statement's metadata read would
+/// otherwise spend most on. Comparing the bytes, not trusting the names, keeps a
+/// damaged file an error naming it.
 #[derive(Debug)]
 struct LoadedTable {
     registration: Bytes,
-    schema_files: Vec<String>,
+    schema_files: Vec<(String, Bytes)>,
     table: FlussTable,
 }
 
@@ -240,8 +241,18 @@ impl LocalStore {
             )));
         }
         let schemas_dir = layout::schemas_dir(path);
-        let mut schema_files = self.storage.list_dir(&schemas_dir).await?;
-        schema_files.sort();
+        let mut names = self.storage.list_dir(&schemas_dir).await?;
+        names.sort();
+        let mut schema_files = Vec::with_capacity(names.len());
+        for name in names {
+            if name
+                .strip_suffix(".json")
+                .is_some_and(|s| s.parse::<i32>().is_ok())
+            {
+                let bytes = self.storage.read(&format!("{schemas_dir}/{name}")).await?;
+                schema_files.push((name, bytes));
+            }
+        }
         if let Some(loaded) = self.loaded_tables().get(path)
             && loaded.registration == bytes
             && loaded.schema_files == schema_files
@@ -251,7 +262,7 @@ impl LocalStore {
         let reg: TableRegistration = serde_json::from_slice(&bytes)
             .map_err(|e| Error::from(e).with_context("file", &node))?;
         let mut history = SchemaHistory::default();
-        for name in &schema_files {
+        for (name, bytes) in &schema_files {
             let Some(id) = name
                 .strip_suffix(".json")
                 .and_then(|s| s.parse::<i32>().ok())
@@ -259,8 +270,7 @@ impl LocalStore {
                 continue;
             };
             let file = format!("{schemas_dir}/{name}");
-            let bytes = self.storage.read(&file).await?;
-            let value: serde_json::Value = serde_json::from_slice(&bytes)
+            let value: serde_json::Value = serde_json::from_slice(bytes)
                 .map_err(|e| Error::from(e).with_context("file", &file))?;
             let schema = Schema::deserialize_json(&value).map_err(|e| {
                 Error::data_invalid("schema JSON is not a valid Fluss schema")
