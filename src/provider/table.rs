@@ -576,6 +576,27 @@ impl FlussTableProvider {
                 .as_deref()
                 .and_then(|keys| keys_predicate(self.table.info.get_primary_keys(), keys))
                 .and_then(|keys| self.physical_predicate(state, &[keys]));
+            // a read of one file's key columns and row numbers, its keys kept by file
+            let key_scan = |file: &LakeFile, mapping: &ColumnMapping| {
+                Ok::<_, Error>(FileKeyScan {
+                    file: LakeFileId {
+                        path: file.path.clone(),
+                        size: file.size,
+                        key_types: key_types.clone(),
+                    },
+                    plan: parquet_bucket_scan(
+                        state,
+                        std::slice::from_ref(file),
+                        mapping,
+                        self.schema.clone(),
+                        key_indexes.clone(),
+                        BucketScanOptions {
+                            row_numbers: true,
+                            ..BucketScanOptions::default()
+                        },
+                    )?,
+                })
+            };
             let mut reads: Vec<BucketLakeFiles> = Vec::new();
             for split in &plan.splits {
                 let i = task_index(&mut tasks, split.partition_name.clone(), split.bucket);
@@ -622,27 +643,7 @@ impl FlussTableProvider {
                     let keys = if merges_by_key {
                         read.base
                             .iter()
-                            .map(|file| {
-                                let options = BucketScanOptions {
-                                    row_numbers: true,
-                                    ..BucketScanOptions::default()
-                                };
-                                Ok(FileKeyScan {
-                                    file: LakeFileId {
-                                        path: file.path.clone(),
-                                        size: file.size,
-                                        key_types: key_types.clone(),
-                                    },
-                                    plan: parquet_bucket_scan(
-                                        state,
-                                        std::slice::from_ref(file),
-                                        &mapping,
-                                        self.schema.clone(),
-                                        key_indexes.clone(),
-                                        options,
-                                    )?,
-                                })
-                            })
+                            .map(|file| key_scan(file, &mapping))
                             .collect::<Result<Vec<_>>>()?
                     } else {
                         Vec::new()
@@ -670,24 +671,7 @@ impl FlussTableProvider {
                     let files = std::slice::from_ref(file);
                     // A key lookup finds its keys' rows in the file's kept keys.
                     let keys = match key_lookup {
-                        Some(_) => Some(FileKeyScan {
-                            file: LakeFileId {
-                                path: file.path.clone(),
-                                size: file.size,
-                                key_types: key_types.clone(),
-                            },
-                            plan: parquet_bucket_scan(
-                                state,
-                                files,
-                                &ColumnMapping::ByName,
-                                self.schema.clone(),
-                                key_indexes.clone(),
-                                BucketScanOptions {
-                                    row_numbers: true,
-                                    ..BucketScanOptions::default()
-                                },
-                            )?,
-                        }),
+                        Some(_) => Some(key_scan(file, &ColumnMapping::ByName)?),
                         None => None,
                     };
                     task.lake_newer_runs.push(NewerRunScan {
