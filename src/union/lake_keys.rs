@@ -101,18 +101,17 @@ impl FileKeys {
         if !self.ascending {
             return Ok(None);
         }
+        let Some(order) = KeyOrder::between(self.keys.columns(), lookup)? else {
+            return Ok(None);
+        };
         let rows = self.keys.num_rows();
         let mut holding = BooleanBufferBuilder::new(rows);
         holding.append_n(rows, false);
         let count = lookup.first().map_or(0, |k| k.len());
         for key in 0..count {
-            let wanted: Vec<ArrayRef> = lookup.iter().map(|c| c.slice(key, 1)).collect();
-            let Some(order) = KeyOrder::between(self.keys.columns(), &wanted)? else {
-                return Ok(None);
-            };
-            let first = partition_point(rows, |row| order.compare(row, 0) == Ordering::Less);
+            let first = partition_point(rows, |row| order.compare(row, key) == Ordering::Less);
             for row in first..rows {
-                if order.compare(row, 0) != Ordering::Equal {
+                if order.compare(row, key) != Ordering::Equal {
                     break;
                 }
                 holding.set_bit(row, true);
