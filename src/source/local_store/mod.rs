@@ -120,15 +120,15 @@ pub struct LocalStore {
     tables: std::sync::Mutex<HashMap<TablePath, LoadedTable>>,
 }
 
-/// A table as loaded from its registration and schema files (each file's name and
-/// bytes): the same bytes give the same table, and parsing them again (JSON, then the
+/// A table as loaded from its registration and schema files (each file's schema id,
+/// name and bytes): the same bytes give the same table, and parsing them again (JSON, then the
 /// Arrow schemas of every version) is what a statement's metadata read would
 /// otherwise spend most on. Comparing the bytes, not trusting the names, keeps a
 /// damaged file an error naming it.
 #[derive(Debug)]
 struct LoadedTable {
     registration: Bytes,
-    schema_files: Vec<(String, Bytes)>,
+    schema_files: Vec<(i32, String, Bytes)>,
     table: FlussTable,
 }
 
@@ -245,12 +245,12 @@ impl LocalStore {
         names.sort();
         let mut schema_files = Vec::with_capacity(names.len());
         for name in names {
-            if name
+            if let Some(id) = name
                 .strip_suffix(".json")
-                .is_some_and(|s| s.parse::<i32>().is_ok())
+                .and_then(|s| s.parse::<i32>().ok())
             {
                 let bytes = self.storage.read(&format!("{schemas_dir}/{name}")).await?;
-                schema_files.push((name, bytes));
+                schema_files.push((id, name, bytes));
             }
         }
         if let Some(loaded) = self.loaded_tables().get(path)
@@ -262,13 +262,7 @@ impl LocalStore {
         let reg: TableRegistration = serde_json::from_slice(&bytes)
             .map_err(|e| Error::from(e).with_context("file", &node))?;
         let mut history = SchemaHistory::default();
-        for (name, bytes) in &schema_files {
-            let Some(id) = name
-                .strip_suffix(".json")
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
+        for (id, name, bytes) in &schema_files {
             let file = format!("{schemas_dir}/{name}");
             let value: serde_json::Value = serde_json::from_slice(bytes)
                 .map_err(|e| Error::from(e).with_context("file", &file))?;
@@ -277,8 +271,9 @@ impl LocalStore {
                     .with_context("file", &file)
                     .with_source(e)
             })?;
-            history
-                .insert(SchemaVersion::new(id, schema).map_err(|e| e.with_context("file", &file))?);
+            history.insert(
+                SchemaVersion::new(*id, schema).map_err(|e| e.with_context("file", &file))?,
+            );
         }
         let latest = history.latest().map_err(|e| {
             e.with_context("table", path.to_string())
