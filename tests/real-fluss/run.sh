@@ -9,7 +9,9 @@ format="$1"; work_dir="$2"; max_seconds="${3:-1800}"
 cp_file="$here/target/classpath-$format.txt"
 [ -f "$cp_file" ] || { echo "run tests/real-fluss/setup.sh first ($cp_file is missing)" >&2; exit 2; }
 java_bin="${REAL_FLUSS_JAVA:-java}"
-exec "$java_bin" -Xmx3g -XX:MaxDirectMemorySize=1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+# Tests start fast on C1 alone; benchmarks give the JVM its full JIT (REAL_FLUSS_JVM_FLAGS).
+read -r -a jvm_flags <<< "${REAL_FLUSS_JVM_FLAGS:--Xmx3g -XX:MaxDirectMemorySize=1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1}"
+exec "$java_bin" "${jvm_flags[@]}" \
   -XX:+IgnoreUnrecognizedVMOptions \
   --add-opens=java.base/java.lang=ALL-UNNAMED \
   --add-opens=java.base/java.lang.invoke=ALL-UNNAMED \

@@ -455,30 +455,28 @@ fn updated_values(
     RecordBatch::try_new(schema, columns).context(|| "updated batch".into())
 }
 
-/// Writes a PK table (primary key `keys`, distributed by `bucket_keys`): the lake's
-/// keys (tiered in `config.lake_rounds` rounds), then new keys + updates (of `value`
-/// and `comment`) + deletes.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn load_pk_table(
-    store: &LocalStore,
+/// One write of a generated primary-key table's history, in order.
+pub(crate) enum PkWrite {
+    /// Rows upserted.
+    Upsert(RecordBatch),
+    /// Everything written so far tiered (one more sorted run in the lake).
+    Tier,
+    /// One KV batch: its first `upserts` rows upserted, the rest deleted.
+    Changes { batch: RecordBatch, upserts: usize },
+}
+
+/// The history of a PK table: the lake's keys upserted in `config.lake_rounds`
+/// rounds, each tiered, then new keys + updates (of `value` and `comment`) + deletes
+/// in the tail. Every source that writes it (the LocalStore, a real cluster) holds
+/// the same rows. `stats.snapshot_id` is left for the writer.
+pub(crate) fn pk_history(
     table: &str,
-    keys: &[&str],
-    bucket_keys: &[&str],
     value: Option<&str>,
     comment: &str,
     config: &GenConfig,
     seed: u64,
-) -> BenchResult<TableStats> {
-    let path = TablePath::new(DATABASE, table);
+) -> BenchResult<(Vec<PkWrite>, TableStats)> {
     let schema = table_schema(table)?;
-    store
-        .create_table(
-            &path,
-            &descriptor(&schema, keys, bucket_keys, true, config)?,
-            false,
-        )
-        .await
-        .context(|| format!("creating {path}"))?;
     let lake_parts = lake_parts(config.tail_share);
     let mut lake = Vec::new();
     let mut tail = Vec::new();
@@ -500,6 +498,7 @@ pub(crate) async fn load_pk_table(
         lake_rows,
         ..Default::default()
     };
+    let mut writes = Vec::new();
     // round r upserts its share of the lake part's batches, then tiers
     let rounds = config.lake_rounds.max(1);
     for round in 0..rounds {
@@ -508,17 +507,12 @@ pub(crate) async fn load_pk_table(
             lake.len() * (round + 1) / rounds,
         );
         for chunk in lake[lo..hi].chunks(4) {
-            let batch = concat_batches(&schema, chunk).context(|| "concat".into())?;
-            store
-                .upsert(&path, &batch)
-                .await
-                .context(|| format!("upserting into {path}"))?;
+            writes.push(PkWrite::Upsert(
+                concat_batches(&schema, chunk).context(|| "concat".into())?,
+            ));
         }
         if hi > lo {
-            stats.snapshot_id = tier(store, &path)
-                .await
-                .context(|| format!("tiering {path}"))?
-                .snapshot_id;
+            writes.push(PkWrite::Tier);
         }
     }
     // The tail: the remaining keys as inserts, interleaved with updates and deletes of
@@ -568,7 +562,7 @@ pub(crate) async fn load_pk_table(
             .collect();
         rows.sort_unstable();
         rows.dedup();
-        let upserted: usize = changes.iter().map(RecordBatch::num_rows).sum();
+        let upserts: usize = changes.iter().map(RecordBatch::num_rows).sum();
         if !rows.is_empty() {
             changes.push(take(&all, &rows)?);
             stats.tail_rows += rows.len();
@@ -577,14 +571,61 @@ pub(crate) async fn load_pk_table(
         }
         if !changes.is_empty() {
             let batch = concat_batches(&schema, &changes).context(|| "concat".into())?;
-            let flags = BooleanArray::from_iter((0..batch.num_rows()).map(|i| Some(i >= upserted)));
-            store
-                .write_changes(&path, &batch, &flags)
-                .await
-                .context(|| format!("writing to {path}"))?;
+            writes.push(PkWrite::Changes { batch, upserts });
         }
     }
     stats.live_rows = total - deleted.len();
+    Ok((writes, stats))
+}
+
+/// Writes a PK table (primary key `keys`, distributed by `bucket_keys`) into the
+/// LocalStore: its [`pk_history`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn load_pk_table(
+    store: &LocalStore,
+    table: &str,
+    keys: &[&str],
+    bucket_keys: &[&str],
+    value: Option<&str>,
+    comment: &str,
+    config: &GenConfig,
+    seed: u64,
+) -> BenchResult<TableStats> {
+    let path = TablePath::new(DATABASE, table);
+    let schema = table_schema(table)?;
+    store
+        .create_table(
+            &path,
+            &descriptor(&schema, keys, bucket_keys, true, config)?,
+            false,
+        )
+        .await
+        .context(|| format!("creating {path}"))?;
+    let (writes, mut stats) = pk_history(table, value, comment, config, seed)?;
+    for write in writes {
+        match write {
+            PkWrite::Upsert(batch) => {
+                store
+                    .upsert(&path, &batch)
+                    .await
+                    .context(|| format!("upserting into {path}"))?;
+            }
+            PkWrite::Tier => {
+                stats.snapshot_id = tier(store, &path)
+                    .await
+                    .context(|| format!("tiering {path}"))?
+                    .snapshot_id
+            }
+            PkWrite::Changes { batch, upserts } => {
+                let flags =
+                    BooleanArray::from_iter((0..batch.num_rows()).map(|i| Some(i >= upserts)));
+                store
+                    .write_changes(&path, &batch, &flags)
+                    .await
+                    .context(|| format!("writing to {path}"))?;
+            }
+        }
+    }
     Ok(stats)
 }
 

@@ -30,6 +30,7 @@ mod peers;
 mod queries;
 mod report;
 mod tpch;
+mod tpch_flink;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -143,6 +144,14 @@ struct Args {
     /// enrichment join, SQL against fluss-rs's `Lookuper`), printed as JSON.
     #[arg(long)]
     key_lookups: bool,
+    /// `--tpch` with Flink's union read as a peer at `--flink-tail-share` (one of
+    /// `--tpch-tail-shares`): the same tables written into a real Fluss cluster
+    /// (`tests/real-fluss/`), the 22 queries run by Flink and by ours there.
+    #[arg(long)]
+    tpch_flink: bool,
+    /// Measured Flink runs per query of `--tpch-flink`.
+    #[arg(long, default_value_t = 1)]
+    flink_runs: usize,
     /// Only these `--tpch` queries (`q1,q6`; default all 22).
     #[arg(long, value_delimiter = ',')]
     tpch_queries: Vec<String>,
@@ -1219,6 +1228,9 @@ async fn run_tpch(args: &Args) -> BenchResult<()> {
         data_dir: data_dir.clone(),
         fresh_runs: args.tpch_fresh_runs,
         queries: args.tpch_queries.clone(),
+        flink: args
+            .tpch_flink
+            .then_some((args.flink_tail_share, args.flink_runs)),
     };
     let result = tpch::run_tpch(&tpch_args).await;
     if !args.keep_data && data_dir.exists() {

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::TableReference;
 use datafusion::config::TableParquetOptions;
@@ -38,22 +39,22 @@ use crate::generate::{
 use crate::{Engine, Timing, time_interleaved};
 
 /// A TPC-H table as the generator writes it.
-struct TpchTable {
-    name: &'static str,
+pub(crate) struct TpchTable {
+    pub(crate) name: &'static str,
     /// Primary key (PK tables) or bucket key (the log table).
-    keys: &'static [&'static str],
+    pub(crate) keys: &'static [&'static str],
     /// Bucket key of PK tables: the primary key, except `partsupp`'s, which is
     /// bucketed by `ps_partkey` alone (Fluss's Iceberg key encoder takes exactly one
     /// bucket key field: `IcebergKeyEncoder`).
-    bucket_keys: &'static [&'static str],
-    primary_key: bool,
+    pub(crate) bucket_keys: &'static [&'static str],
+    pub(crate) primary_key: bool,
     /// The decimal column a tail update changes, if the table has one.
-    value: Option<&'static str>,
+    pub(crate) value: Option<&'static str>,
     /// The comment column a tail update marks.
-    comment: &'static str,
+    pub(crate) comment: &'static str,
 }
 
-const TABLES: [TpchTable; 8] = [
+pub(crate) const TABLES: [TpchTable; 8] = [
     TpchTable {
         name: "lineitem",
         keys: &["l_orderkey"],
@@ -273,9 +274,19 @@ async fn answer(ctx: &SessionContext, sql: &str) -> BenchResult<Vec<String>> {
         .collect()
         .await
         .context(|| format!("running {sql}"))?;
+    let mut lines: Vec<String> = format_rows(&batches)?
+        .into_iter()
+        .map(|row| row.join("|"))
+        .collect();
+    lines.sort();
+    Ok(lines)
+}
+
+/// Rows as text cells, in order (NULL as `NULL`).
+pub(crate) fn format_rows(batches: &[RecordBatch]) -> BenchResult<Vec<Vec<String>>> {
     let options = FormatOptions::default().with_null("NULL");
-    let mut lines = Vec::new();
-    for batch in &batches {
+    let mut rows = Vec::new();
+    for batch in batches {
         let formatters = batch
             .columns()
             .iter()
@@ -283,15 +294,15 @@ async fn answer(ctx: &SessionContext, sql: &str) -> BenchResult<Vec<String>> {
             .collect::<Result<Vec<_>, _>>()
             .context(|| "formatting".into())?;
         for row in 0..batch.num_rows() {
-            let cells: Vec<String> = formatters
-                .iter()
-                .map(|f| f.value(row).to_string())
-                .collect();
-            lines.push(cells.join("|"));
+            rows.push(
+                formatters
+                    .iter()
+                    .map(|f| f.value(row).to_string())
+                    .collect(),
+            );
         }
     }
-    lines.sort();
-    Ok(lines)
+    Ok(rows)
 }
 
 /// One query at one tail share.
@@ -346,6 +357,8 @@ pub struct TpchRun {
     pub results: Vec<TpchResult>,
     /// Planning and point-lookup costs per share (with `--tpch-fresh-runs`).
     pub fixed_costs: Vec<crate::fixed_costs::FixedCosts>,
+    /// Flink's union read on a real cluster (with `--tpch-flink`).
+    pub flink: Option<crate::tpch_flink::FlinkPeer>,
 }
 
 /// Geometric mean.
@@ -384,6 +397,9 @@ pub struct TpchArgs<'a> {
     pub fresh_runs: usize,
     /// Only these queries (all when empty).
     pub queries: Vec<String>,
+    /// Flink's union read as a peer: at this tail share, with this many measured
+    /// runs per query.
+    pub flink: Option<(f64, usize)>,
 }
 
 /// The 8 tables' names.
@@ -475,6 +491,7 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
         tables: Vec::new(),
         results: Vec::new(),
         fixed_costs: Vec::new(),
+        flink: None,
     };
     for &share in args.tail_shares {
         let root = args
@@ -520,12 +537,15 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
         } else {
             None
         };
-        for (name, sql) in queries() {
-            if !args.queries.is_empty() && !args.queries.iter().any(|q| q == name) {
-                continue;
-            }
+        let selected: Vec<(&'static str, &'static str)> = queries()
+            .into_iter()
+            .filter(|(name, _)| args.queries.is_empty() || args.queries.iter().any(|q| q == name))
+            .collect();
+        let mut expected = std::collections::HashMap::new();
+        for &(name, sql) in &selected {
             let ours = answer(&union, sql).await?;
             let theirs = answer(&parquet, sql).await?;
+            expected.insert(name.to_string(), theirs.clone());
             if ours != theirs {
                 let difference = ours.iter().zip(&theirs).find(|(a, b)| a != b);
                 return Err(format!(
@@ -620,7 +640,32 @@ pub async fn run_tpch(args: &TpchArgs<'_>) -> BenchResult<TpchRun> {
             );
             run.fixed_costs.push(costs);
         }
+        if let Some((flink_share, flink_runs)) = args.flink
+            && flink_share == share
+        {
+            let peer = crate::tpch_flink::run(
+                &crate::tpch_flink::FlinkArgs {
+                    config: &config,
+                    flink_runs,
+                    warmup: args.warmup,
+                    runs: args.runs,
+                    target_partitions: args.target_partitions,
+                },
+                &selected,
+                &expected,
+            )
+            .await?;
+            run.flink = Some(peer);
+        }
         run.tables.push((share, stats));
+    }
+    if let Some((share, _)) = args.flink
+        && run.flink.is_none()
+    {
+        return Err(format!(
+            "--tpch-flink at tail share {share}, which --tpch-tail-shares does not hold"
+        )
+        .into());
     }
     Ok(run)
 }
@@ -695,6 +740,9 @@ pub fn report(run: &TpchRun, command: &str) -> String {
             ));
         }
         md.push('\n');
+    }
+    if let Some(peer) = &run.flink {
+        md.push_str(&crate::tpch_flink::report(peer));
     }
     md.push_str(&crate::fixed_costs::report(&run.fixed_costs));
     md

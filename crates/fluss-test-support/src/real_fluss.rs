@@ -92,6 +92,18 @@ impl RealFluss {
     /// Starts a harness whose cluster tiers to `format` (`paimon` or `iceberg`), and
     /// waits until its cluster is up. `max_seconds` bounds the harness's whole life.
     pub fn start(format: &str, max_seconds: u64) -> Result<Self, HarnessError> {
+        Self::start_with_env(format, max_seconds, &[])
+    }
+
+    /// [`Self::start`] with environment variables for the harness: benchmarks set
+    /// `REAL_FLUSS_JVM_FLAGS` (the JVM's flags; tests' default limits the JIT to C1
+    /// for a fast start) and `FLUSS_HARNESS_FLINK_MANAGED_MEMORY` (Flink's managed
+    /// memory, split among its 4 slots; default `128m`).
+    pub fn start_with_env(
+        format: &str,
+        max_seconds: u64,
+        env: &[(&str, &str)],
+    ) -> Result<Self, HarnessError> {
         let mut work_dir = tempfile::Builder::new()
             .prefix(&format!("real-fluss-{format}-"))
             .tempdir()
@@ -106,6 +118,7 @@ impl RealFluss {
             .arg(format)
             .arg(work_dir.path())
             .arg(max_seconds.to_string())
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

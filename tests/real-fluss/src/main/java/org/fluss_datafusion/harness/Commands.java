@@ -372,8 +372,9 @@ final class Commands implements AutoCloseable {
     /**
      * Rows from a text file through the Java client (bulk loads for benchmarks): one row
      * per line, fields separated by {@code delimiter} (default tab) in column order, each
-     * in the JSON protocol's text form; an empty field is NULL. {@code op}: append or
-     * upsert.
+     * in the JSON protocol's text form; an empty field is NULL. {@code op}: append, upsert,
+     * or changes (PK tables: each line starts with a field {@code +} for an upsert or
+     * {@code -} for a delete, so one file keeps a history's order).
      */
     private long load(JsonNode command) throws Exception {
         TablePath path = path(command);
@@ -387,31 +388,42 @@ final class Commands implements AutoCloseable {
                                 Path.of(command.path("file").asText()), StandardCharsets.UTF_8)) {
             RowType rowType = table.getTableInfo().getRowType();
             int width = rowType.getFieldCount();
+            boolean changes = op.equals("changes");
             AppendWriter append = op.equals("append") ? table.newAppend().createWriter() : null;
-            UpsertWriter upsert = op.equals("upsert") ? table.newUpsert().createWriter() : null;
+            UpsertWriter upsert =
+                    op.equals("upsert") || changes ? table.newUpsert().createWriter() : null;
             if (append == null && upsert == null) {
-                throw new IllegalArgumentException("op must be append or upsert");
+                throw new IllegalArgumentException("op must be append, upsert or changes");
             }
+            int first = changes ? 1 : 0;
             String line;
             while ((line = reader.readLine()) != null) {
                 String[] fields = line.split(delimiter, -1);
-                if (fields.length < width) {
+                if (fields.length < width + first) {
                     throw new IllegalArgumentException(
-                            "line " + (rows + 1) + " has " + fields.length + " fields, not " + width);
+                            "line " + (rows + 1) + " has " + fields.length + " fields, not "
+                                    + (width + first));
+                }
+                boolean delete = changes && fields[0].equals("-");
+                if (changes && !delete && !fields[0].equals("+")) {
+                    throw new IllegalArgumentException(
+                            "line " + (rows + 1) + " does not start with + or -");
                 }
                 GenericRow row = new GenericRow(width);
                 for (int i = 0; i < width; i++) {
-                    if (!fields[i].isEmpty()) {
+                    if (!fields[i + first].isEmpty()) {
                         row.setField(
                                 i,
                                 Values.internal(
                                         rowType.getTypeAt(i),
                                         com.fasterxml.jackson.databind.node.TextNode.valueOf(
-                                                fields[i])));
+                                                fields[i + first])));
                     }
                 }
                 if (append != null) {
                     append.append(row);
+                } else if (delete) {
+                    upsert.delete(row);
                 } else {
                     upsert.upsert(row);
                 }
