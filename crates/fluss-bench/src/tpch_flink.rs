@@ -543,7 +543,7 @@ pub fn report(peer: &FlinkPeer) -> String {
     );
     for q in &peer.queries {
         let answers = match (&q.flink_error, &q.flink_difference) {
-            (Some(e), _) => format!("Flink failed: {}", e.replace('|', "\\|")),
+            (Some(e), _) => format!("Flink failed: {}", innermost(e).replace('|', "\\|")),
             (None, Some(d)) => format!("differ: {}", d.replace('|', "\\|")),
             (None, None) => "agree".to_string(),
         };
@@ -559,6 +559,12 @@ pub fn report(peer: &FlinkPeer) -> String {
     }
     md.push('\n');
     md
+}
+
+/// The last two causes of a Java error chain (the report's cell; the JSON keeps all).
+fn innermost(error: &str) -> String {
+    let causes: Vec<&str> = error.split(" | caused by: ").collect();
+    causes[causes.len().saturating_sub(2)..].join(" | caused by: ")
 }
 
 #[cfg(test)]
