@@ -937,7 +937,10 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             Some(p) => Arc::new(self.schema.project(p)?),
             None => self.schema.clone(),
         };
-        let statistics = self.scan_statistics(state, lake.as_ref()).await?;
+        let mut statistics = self.scan_statistics(state, lake.as_ref()).await?;
+        statistics.estimates = statistics
+            .estimates
+            .with_filter(self.physical_predicate(state, &placed.inexact()).as_ref());
         let plan = if self.table.info.has_primary_key() {
             self.scan_pk_table(state, projection, &placed, limit, cut, lake, statistics)
                 .await?

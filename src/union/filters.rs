@@ -145,6 +145,11 @@ impl PlacedFilters {
         self.select(|p| p.partition_pruning)
     }
 
+    /// Filters the scan does not make exact: DataFusion applies them again above it.
+    pub fn inexact(&self) -> Vec<Expr> {
+        self.select(|p| !p.exact)
+    }
+
     /// Filters the lake plan may prune with.
     pub fn lake(&self) -> Vec<Expr> {
         self.select(|p| p.lake_pruning)

@@ -208,14 +208,16 @@ fn write_tsv(
     Ok(batch.num_rows())
 }
 
+/// A table's writes between two tierings: each batch with the row its deletes start
+/// at (`None`: appended), and whether the table is tiered after them.
+type Segment = (Vec<(RecordBatch, Option<usize>)>, bool);
+
 /// Writes every table's history into files under `dir`, cut into phases at its
 /// tierings.
 fn write_histories(dir: &Path, config: &GenConfig) -> BenchResult<Vec<Phase>> {
     let mut phases: Vec<Phase> = Vec::new();
     for (i, table) in TABLES.iter().enumerate() {
-        // (op, batches with their delete-from index) per phase, tier after it or not
-        let mut segments: Vec<(Vec<(RecordBatch, Option<usize>)>, bool)> =
-            vec![(Vec::new(), false)];
+        let mut segments: Vec<Segment> = vec![(Vec::new(), false)];
         if table.primary_key {
             let seed = config.seed ^ (i as u64 + 1);
             let (writes, _) = pk_history(table.name, table.value, table.comment, config, seed)?;
