@@ -12,7 +12,8 @@
 //! than the rows read. Min/max are reported only for rows the footers cover: DataFusion
 //! takes even inexact min/max as bounds (a filter's interval analysis narrowing them to
 //! one value makes the column a constant, and a sort on it is dropped), so a tail
-//! whose values nobody has seen has none.
+//! whose values nobody has seen has none; its rows are instead estimated as filtered
+//! like the lake's ([`ColumnEstimates::with_filter`]).
 
 use std::sync::Arc;
 

@@ -58,7 +58,7 @@ pub struct QueryResult {
 }
 
 /// The Flink SQL type of a tpchgen column.
-fn flink_type(dt: &DataType) -> BenchResult<String> {
+pub(crate) fn flink_type(dt: &DataType) -> BenchResult<String> {
     Ok(match dt {
         DataType::Int64 => "BIGINT".into(),
         DataType::Int32 => "INT".into(),
@@ -69,25 +69,34 @@ fn flink_type(dt: &DataType) -> BenchResult<String> {
     })
 }
 
+/// Flink's column definitions of `schema`, the primary-key columns `keys` NOT NULL.
+pub(crate) fn flink_columns(schema: &SchemaRef, keys: &[&str]) -> BenchResult<Vec<String>> {
+    schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let not_null = if keys.contains(&field.name().as_str()) {
+                " NOT NULL"
+            } else {
+                ""
+            };
+            Ok(format!(
+                "`{}` {}{not_null}",
+                field.name(),
+                flink_type(field.data_type())?
+            ))
+        })
+        .collect()
+}
+
 fn create_sql(
     table: &str,
     schema: &SchemaRef,
     key: &str,
     primary_key: bool,
 ) -> BenchResult<String> {
-    let mut columns = Vec::new();
-    for field in schema.fields() {
-        let not_null = if primary_key && field.name() == key {
-            " NOT NULL"
-        } else {
-            ""
-        };
-        columns.push(format!(
-            "`{}` {}{not_null}",
-            field.name(),
-            flink_type(field.data_type())?
-        ));
-    }
+    let keys: &[&str] = if primary_key { &[key] } else { &[] };
+    let mut columns = flink_columns(schema, keys)?;
     if primary_key {
         columns.push(format!("PRIMARY KEY (`{key}`) NOT ENFORCED"));
     }
@@ -144,7 +153,10 @@ fn median_timing(samples: Vec<f64>, rows: usize) -> Timing {
 }
 
 /// One command to the real-Fluss harness, its error as the benchmark's.
-fn call(fluss: &mut RealFluss, command: serde_json::Value) -> BenchResult<serde_json::Value> {
+pub(crate) fn call(
+    fluss: &mut RealFluss,
+    command: serde_json::Value,
+) -> BenchResult<serde_json::Value> {
     fluss
         .call(command)
         .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.to_string().into() })

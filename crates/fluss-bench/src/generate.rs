@@ -374,6 +374,28 @@ impl Appender<'_> {
     }
 }
 
+/// Creates TPC-H table `table` in the bench database; returns its path.
+async fn create_bench_table(
+    store: &LocalStore,
+    table: &str,
+    keys: &[&str],
+    bucket_keys: &[&str],
+    primary_key: bool,
+    config: &GenConfig,
+) -> BenchResult<TablePath> {
+    let path = TablePath::new(DATABASE, table);
+    let schema = table_schema(table)?;
+    store
+        .create_table(
+            &path,
+            &descriptor(&schema, keys, bucket_keys, primary_key, config)?,
+            false,
+        )
+        .await
+        .context(|| format!("creating {path}"))?;
+    Ok(path)
+}
+
 /// Writes a log table: lake part, tier, tail.
 pub(crate) async fn load_log_table(
     store: &LocalStore,
@@ -381,16 +403,7 @@ pub(crate) async fn load_log_table(
     key: &str,
     config: &GenConfig,
 ) -> BenchResult<TableStats> {
-    let path = TablePath::new(DATABASE, table);
-    let schema = table_schema(table)?;
-    store
-        .create_table(
-            &path,
-            &descriptor(&schema, &[key], &[key], false, config)?,
-            false,
-        )
-        .await
-        .context(|| format!("creating {path}"))?;
+    let path = create_bench_table(store, table, &[key], &[key], false, config).await?;
     let mut appender = Appender {
         store,
         path: path.clone(),
@@ -591,16 +604,7 @@ pub(crate) async fn load_pk_table(
     config: &GenConfig,
     seed: u64,
 ) -> BenchResult<TableStats> {
-    let path = TablePath::new(DATABASE, table);
-    let schema = table_schema(table)?;
-    store
-        .create_table(
-            &path,
-            &descriptor(&schema, keys, bucket_keys, true, config)?,
-            false,
-        )
-        .await
-        .context(|| format!("creating {path}"))?;
+    let path = create_bench_table(store, table, keys, bucket_keys, true, config).await?;
     let (writes, mut stats) = pk_history(table, value, comment, config, seed)?;
     for write in writes {
         match write {

@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::Timing;
+use crate::flink::{call, flink_columns};
 use crate::generate::{
     BenchResult, Context, GenConfig, PARTS, PkWrite, lake_parts, part_batches, pk_history,
     table_schema,
@@ -105,34 +106,10 @@ fn cluster_buckets(table: &TpchTable, config: &GenConfig) -> i32 {
     }
 }
 
-/// The Flink SQL type of a TPC-H column.
-fn flink_type(dt: &DataType) -> BenchResult<String> {
-    Ok(match dt {
-        DataType::Int64 => "BIGINT".into(),
-        DataType::Int32 => "INT".into(),
-        DataType::Decimal128(p, s) => format!("DECIMAL({p}, {s})"),
-        DataType::Date32 => "DATE".into(),
-        DataType::Utf8 => "STRING".into(),
-        other => return Err(format!("no Flink type for {other}").into()),
-    })
-}
-
 /// Flink's `CREATE TABLE` of a TPC-H table in the Fluss catalog `fc`.
 fn create_sql(table: &TpchTable, config: &GenConfig) -> BenchResult<String> {
-    let schema = table_schema(table.name)?;
-    let mut columns = Vec::new();
-    for field in schema.fields() {
-        let not_null = if table.primary_key && table.keys.contains(&field.name().as_str()) {
-            " NOT NULL"
-        } else {
-            ""
-        };
-        columns.push(format!(
-            "`{}` {}{not_null}",
-            field.name(),
-            flink_type(field.data_type())?
-        ));
-    }
+    let keys: &[&str] = if table.primary_key { table.keys } else { &[] };
+    let mut columns = flink_columns(&table_schema(table.name)?, keys)?;
     if table.primary_key {
         columns.push(format!(
             "PRIMARY KEY ({}) NOT ENFORCED",
@@ -290,13 +267,6 @@ fn write_histories(dir: &Path, config: &GenConfig) -> BenchResult<Vec<Phase>> {
         }
     }
     Ok(phases)
-}
-
-/// One command to the harness, its error as the benchmark's.
-fn call(fluss: &mut RealFluss, command: serde_json::Value) -> BenchResult<serde_json::Value> {
-    fluss
-        .call(command)
-        .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.to_string().into() })
 }
 
 /// Whether Flink's answer agrees with ours, in order; the first difference if not.
