@@ -5,6 +5,7 @@ mod catalog;
 mod changelog;
 mod describe;
 mod field_ids;
+mod filter_estimate;
 mod lake_exec;
 mod lake_snapshots;
 mod log_exec;

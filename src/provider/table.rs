@@ -37,6 +37,7 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::scalar::ScalarValue;
 
+use super::filter_estimate::FilterEstimateExec;
 use super::lake_exec::{
     BucketScanOptions, FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan,
     parquet_scan,
@@ -192,9 +193,7 @@ impl FlussTableProvider {
         state: &dyn Session,
         filters: &[Expr],
     ) -> Option<Arc<dyn PhysicalExpr>> {
-        let predicate = conjunction(filters.to_vec())?;
-        let df_schema = DFSchema::try_from(self.schema.as_ref().clone()).ok()?;
-        state.create_physical_expr(predicate, &df_schema).ok()
+        physical_predicate_over(state, filters, &self.schema)
     }
 
     /// The lake splits of the cut's snapshot, in the kept partitions and `buckets`
@@ -353,6 +352,7 @@ impl FlussTableProvider {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let predicate = self.physical_predicate(state, &filters.log());
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
+        let mut parquet_input = None;
         let snapshot_id = cut.snapshot_id();
         if let Some(LakeScan { lake, plan }) = &lake {
             if plan.splits.iter().any(|s| s.keyed_runs().is_some()) {
@@ -378,6 +378,7 @@ impl FlussTableProvider {
                 limit,
                 &statistics.files,
             )? {
+                parquet_input = Some(inputs.len());
                 inputs.push(scan);
             }
             let merge_groups = group_merge_tasks(&plan.splits, state.config().target_partitions());
@@ -419,6 +420,14 @@ impl FlussTableProvider {
         }
         if inputs.is_empty() {
             return Ok(Arc::new(EmptyExec::new(output_schema)));
+        }
+        // Beside rows without bounds, the lake's filtered estimate is lost in the
+        // union's: the lake branch reports it itself (`FilterEstimateExec`).
+        if let Some(i) = parquet_input.filter(|_| inputs.len() > 1)
+            && let Some(predicate) =
+                physical_predicate_over(state, &filters.inexact(), &output_schema)
+        {
+            inputs[i] = Arc::new(FilterEstimateExec::new(inputs[i].clone(), predicate));
         }
         Ok(UnionExec::try_new(inputs)?)
     }
@@ -965,4 +974,16 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         stats.num_rows = Precision::Absent;
         Some(stats)
     }
+}
+
+/// The conjunction of `filters` over `schema`, when there are any and every column
+/// they name is in it.
+fn physical_predicate_over(
+    state: &dyn Session,
+    filters: &[Expr],
+    schema: &SchemaRef,
+) -> Option<Arc<dyn PhysicalExpr>> {
+    let predicate = conjunction(filters.to_vec())?;
+    let df_schema = DFSchema::try_from(schema.as_ref().clone()).ok()?;
+    state.create_physical_expr(predicate, &df_schema).ok()
 }
