@@ -186,7 +186,6 @@ impl ColumnEstimates {
     /// still applies without min/max: the share is the lake's selectivity over
     /// DataFusion's on the unbounded figures. An estimate only; no bound is reported.
     pub fn with_filter(mut self, predicate: Option<&Arc<dyn PhysicalExpr>>) -> Self {
-        self.filter_share = 1.0;
         self.filter_share = predicate
             .and_then(|p| self.lake_filter_share(p))
             .unwrap_or(1.0);
@@ -205,7 +204,7 @@ impl ColumnEstimates {
             analyze(predicate, context, &self.schema).ok()?.selectivity
         };
         let bounded = selectivity(&lake.column_statistics)?;
-        let unbounded = selectivity(&self.for_rows(lake_rows, None, false).column_statistics)?;
+        let unbounded = selectivity(&self.estimate(lake_rows, None, false).column_statistics)?;
         (unbounded > 0.0).then(|| (bounded / unbounded).clamp(0.0, 1.0))
     }
 
@@ -220,6 +219,11 @@ impl ColumnEstimates {
         } else {
             ((rows as f64) * self.filter_share).round() as usize
         };
+        self.estimate(rows, projection, bounded)
+    }
+
+    /// [`Self::for_rows`] of exactly `rows` rows, whatever the filter.
+    fn estimate(&self, rows: usize, projection: Option<&[usize]>, bounded: bool) -> Statistics {
         let all: Vec<usize>;
         let columns = match projection {
             Some(p) => p,
