@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::logical_expr::{Expr, cast};
+use datafusion::logical_expr::Expr;
 use fluss::metadata::TablePath;
 
 use super::FlussSession;
@@ -97,11 +97,13 @@ pub async fn insert(
             targets.join(", ")
         )));
     }
-    // Positional: the i-th value column is cast to the i-th target column's type.
+    // Positional: the i-th value column is written to the i-th target column. Not
+    // cast here: DataFusion's cast rounds (`1.005` into DECIMAL(15, 2)) and truncates
+    // (`2.7` into INT); the writer converts each value exactly or refuses it.
     let mut exprs = Vec::with_capacity(targets.len());
     for (column, name) in sources.into_iter().zip(&targets) {
-        let field = target_schema.field_with_name(name)?;
-        exprs.push(cast(Expr::Column(column), field.data_type().clone()).alias(name));
+        target_schema.field_with_name(name)?;
+        exprs.push(Expr::Column(column).alias(name));
     }
     let df = df.select(exprs).map_err(from_datafusion)?;
     let kind = match (table.info.has_primary_key(), targets.len() < column_count) {
@@ -218,7 +220,8 @@ fn literal_keys(df: &DataFrame, table: &FlussTable) -> Result<Option<RecordBatch
     for (i, name) in key_names.iter().enumerate() {
         let field = schema.field_with_name(name)?;
         let array = ScalarValue::iter_to_array(rows.iter().map(|r| r[i].clone()))?;
-        let Ok(array) = datafusion::arrow::compute::cast(&array, field.data_type()) else {
+        // a literal no key can equal (`k = 1.5` on an INT key) matches nothing: read
+        let Ok(array) = crate::cast::exactly_as(&array, field) else {
             return Ok(None);
         };
         fields.push(Field::new(name, field.data_type().clone(), true));

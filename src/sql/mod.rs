@@ -200,6 +200,9 @@ impl FlussSession {
             }
             config = config.with_target_partitions(n);
         }
+        // `1.005` is the decimal 1.005, as in Flink and Fluss, not the nearest double:
+        // a literal written into a DECIMAL column keeps every digit.
+        config.options_mut().sql_parser.parse_float_as_decimal = true;
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = options.memory_limit {
             runtime = runtime.with_memory_limit(limit, 1.0);

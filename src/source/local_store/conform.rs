@@ -7,20 +7,18 @@ use datafusion::arrow::array::{Array, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::SchemaRef;
 
-use crate::cast::{batch_of, column_as};
-use crate::error::{Error, ErrorKind, Result};
+use crate::cast::{batch_of, exactly_as};
+use crate::error::{Error, Result};
 
-/// Makes `batch` match the table's Arrow schema: columns by name, cast where needed,
-/// missing nullable columns filled with nulls, NOT NULL columns checked.
+/// Makes `batch` match the table's Arrow schema: columns by name, converted where
+/// needed without changing a value (never rounded, truncated or made NULL), missing
+/// nullable columns filled with nulls, NOT NULL columns checked.
 pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     let schema = batch.schema();
     let mut columns = Vec::with_capacity(target.fields().len());
     for field in target.fields() {
         let column = match schema.index_of(field.name()) {
-            Ok(i) => {
-                let c = batch.column(i);
-                column_as(c, field, ErrorKind::InvalidInput, "written")?
-            }
+            Ok(i) => exactly_as(batch.column(i), field)?,
             Err(_) if field.is_nullable() => {
                 datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows())
             }
@@ -50,7 +48,8 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBa
     batch_of(target, columns, batch.num_rows())
 }
 
-/// A delete batch: key columns (cast), other columns null (only keys are used).
+/// A delete batch: key columns (converted exactly: `1.5` never deletes key `1`),
+/// other columns null (only keys are used).
 pub(super) fn conform_keys(
     batch: &RecordBatch,
     target: &SchemaRef,
@@ -69,7 +68,7 @@ pub(super) fn conform_keys(
                         field.name()
                     ))
                 })?;
-            cast(c, field.data_type())?
+            exactly_as(c, field)?
         } else {
             match schema.index_of(field.name()) {
                 Ok(j) => cast(batch.column(j), field.data_type())?,

@@ -9,6 +9,10 @@ use datafusion::arrow::datatypes::{Field, SchemaRef};
 
 use crate::error::{Error, ErrorKind, Result};
 
+mod exact;
+
+pub(crate) use exact::exactly_as;
+
 /// `column` as `field`'s type: itself when it has it already, else cast. A cast that
 /// fails is an error of `kind` naming the column and both types, in the words of the
 /// caller's `verb` ("column 'c' of type Utf8 cannot be {verb} as Int32").
