@@ -35,6 +35,8 @@ pub enum ErrorKind {
     Busy,
     /// A memory (or other resource) limit was reached.
     ResourcesExhausted,
+    /// The caller stopped the work (Ctrl-C in the shell).
+    Cancelled,
     /// A bug or broken invariant inside this crate.
     Internal,
 }
@@ -46,6 +48,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::NotFound => "not found",
             ErrorKind::AlreadyExists => "already exists",
             ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::Cancelled => "cancelled",
             ErrorKind::FeatureUnsupported => "unsupported",
             ErrorKind::Io => "io error",
             ErrorKind::Lake => "lake error",

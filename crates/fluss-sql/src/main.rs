@@ -25,7 +25,7 @@ mod print;
 
 use clap::Parser;
 use demo::{DEMO_DATABASE, SUGGESTED_QUERIES, create_demo};
-use fluss_datafusion::error::{Error, Result};
+use fluss_datafusion::error::{Error, ErrorKind, Result};
 use fluss_datafusion::source::{
     ClusterOptions, ClusterSource, FlussSource, LocalStore, LocalStoreOptions,
 };
@@ -297,6 +297,22 @@ impl Shell {
         &self,
         future: impl std::future::Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
+        // At the prompt Ctrl-C stops the statement, not the shell (as psql and
+        // datafusion-cli do): the statement's future is dropped, which cancels its
+        // scans; a write stops before its commit or is recovered as after a crash.
+        let interactive = self.interactive;
+        let future = async move {
+            if !interactive {
+                return future.await;
+            }
+            tokio::select! {
+                result = future => result,
+                _ = tokio::signal::ctrl_c() => Err(Error::new(
+                    ErrorKind::Cancelled,
+                    "statement cancelled (Ctrl-C)",
+                )),
+            }
+        };
         if !self.spinner {
             return self.runtime.block_on(future);
         }
@@ -648,6 +664,10 @@ fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
                     continue;
                 }
                 let _ = editor.add_history_entry(input);
+                // appended now, so a shell that is killed keeps what was typed
+                if let Some(path) = &history {
+                    let _ = editor.append_history(path);
+                }
                 match shell.run(input) {
                     Ok(true) => {}
                     Ok(false) => break,
@@ -666,9 +686,6 @@ fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
                 return Err(Error::internal("line editor failed").with_source(e));
             }
         }
-    }
-    if let Some(path) = &history {
-        let _ = editor.save_history(path);
     }
     Ok(())
 }

@@ -293,6 +293,37 @@ fn interactive_shell_in_a_pty() {
 }
 
 #[test]
+fn ctrl_c_cancels_the_statement_and_keeps_the_shell() {
+    let store = small_store();
+    let history = store.path().join("history");
+    let mut command = Command::new(BIN);
+    command
+        .arg("--store")
+        .arg(store.path())
+        .env("FLUSS_SQL_HISTORY", &history)
+        .env("TERM", "dumb");
+    let mut shell = rexpect::session::spawn_command(command, Some(60_000)).expect("spawn");
+    shell.exp_string("fluss:fluss> ").expect("prompt");
+    // far too long to finish: still running when Ctrl-C comes
+    shell
+        .send_line("SELECT count(*) FROM range(1000000000000) WHERE value % 7 = 3;")
+        .expect("send");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    shell.send_control('c').expect("Ctrl-C");
+    shell
+        .exp_string("cancelled")
+        .expect("the statement is cancelled");
+    shell.exp_string("fluss:fluss> ").expect("the prompt again");
+    // the history holds the statement already: appended as it ran, not at exit
+    let kept = std::fs::read_to_string(&history).unwrap_or_default();
+    assert!(kept.contains("range(1000000000000)"), "history: {kept}");
+    shell.send_line("SELECT 40 + 2 AS answer;").expect("send");
+    shell.exp_string("42").expect("the same shell answers");
+    shell.send_line("\\q").expect("quit");
+    shell.exp_eof().expect("exit");
+}
+
+#[test]
 fn statements_piped_on_stdin_run_as_a_script() {
     use std::io::Write;
     let dir = small_store();
