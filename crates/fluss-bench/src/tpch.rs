@@ -149,11 +149,18 @@ pub async fn generate_tpch(
     Ok((store, stats))
 }
 
+/// The configuration of every TPC-H session: `target_partitions`, and numeric
+/// literals as exact decimals, as `FlussSession` (the cluster and fresh-process runs),
+/// DuckDB and Flink read them, so every peer answers the same query.
+fn tpch_config(target_partitions: usize) -> SessionConfig {
+    let mut config = SessionConfig::new().with_target_partitions(target_partitions);
+    config.options_mut().sql_parser.parse_float_as_decimal = true;
+    config
+}
+
 /// A session whose bare table names are the store's union tables.
 pub fn union_context(store: &Arc<LocalStore>, target_partitions: usize) -> SessionContext {
-    let config = SessionConfig::new()
-        .with_target_partitions(target_partitions)
-        .with_default_catalog_and_schema("fluss", DATABASE);
+    let config = tpch_config(target_partitions).with_default_catalog_and_schema("fluss", DATABASE);
     let ctx = SessionContext::new_with_config(config);
     ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store.clone())));
     ctx
@@ -164,9 +171,7 @@ async fn lake_context(
     union: &SessionContext,
     target_partitions: usize,
 ) -> BenchResult<SessionContext> {
-    let ctx = SessionContext::new_with_config(
-        SessionConfig::new().with_target_partitions(target_partitions),
-    );
+    let ctx = SessionContext::new_with_config(tpch_config(target_partitions));
     for table in &TABLES {
         let lake = format!("{}$lake", table.name);
         let provider = union
@@ -186,9 +191,7 @@ async fn parquet_baseline(
     dir: &Path,
     target_partitions: usize,
 ) -> BenchResult<SessionContext> {
-    let ctx = SessionContext::new_with_config(
-        SessionConfig::new().with_target_partitions(target_partitions),
-    );
+    let ctx = SessionContext::new_with_config(tpch_config(target_partitions));
     for table in &TABLES {
         let path = dir.join(table.name);
         let location = format!("{}/", path.display());
