@@ -19,7 +19,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 store="$work/store"
 
-"$shell" --store "$store" -q -c "
+"$shell" --store "$store" --create -q -c "
 CREATE DATABASE m;
 CREATE TABLE m.t (k BIGINT, v BIGINT, s STRING, PRIMARY KEY (k) NOT ENFORCED)
   WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true', 'table.datalake.format' = 'paimon');

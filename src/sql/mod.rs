@@ -80,8 +80,12 @@ pub const DEFAULT_DATABASE: &str = "fluss";
 /// How to build a [`FlussSession`].
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// The current database at start (created if missing).
+    /// The current database at start.
     pub default_database: String,
+    /// Create `default_database` when it is missing (through the source's writer; a
+    /// read-only source then fails). Without it nothing is created or checked: a
+    /// missing database leaves unqualified names unresolved, qualified ones work.
+    pub create_database: bool,
     /// DataFusion `target_partitions` (default: number of cores).
     pub target_partitions: Option<usize>,
     /// Memory pool limit in bytes (default: unbounded).
@@ -92,6 +96,7 @@ impl Default for SessionOptions {
     fn default() -> Self {
         Self {
             default_database: DEFAULT_DATABASE.to_string(),
+            create_database: true,
             target_partitions: None,
             memory_limit: None,
         }
@@ -169,23 +174,25 @@ impl FlussSession {
         source: Arc<dyn FlussSource>,
         options: SessionOptions,
     ) -> Result<Self> {
-        match source.writer() {
-            Some(writer) => {
-                writer
-                    .create_database(&options.default_database, None, true)
-                    .await?
-            }
-            None => {
-                if !source
-                    .list_databases()
-                    .await?
-                    .contains(&options.default_database)
-                {
-                    return Err(Error::not_found(format!(
-                        "database '{}' does not exist in {}",
-                        options.default_database,
-                        source.name()
-                    )));
+        if options.create_database {
+            match source.writer() {
+                Some(writer) => {
+                    writer
+                        .create_database(&options.default_database, None, true)
+                        .await?
+                }
+                None => {
+                    if !source
+                        .list_databases()
+                        .await?
+                        .contains(&options.default_database)
+                    {
+                        return Err(Error::not_found(format!(
+                            "database '{}' does not exist in {}",
+                            options.default_database,
+                            source.name()
+                        )));
+                    }
                 }
             }
         }

@@ -40,6 +40,20 @@ pub struct Storage {
 }
 
 impl Storage {
+    /// Whether `location` has entries under `dir`, looked at without creating
+    /// anything (as [`Storage::open`] creates a local root): false for a location that
+    /// does not exist, the error [`Storage::open`] gives for one that cannot be a root.
+    pub async fn has_entries_at(location: &str, dir: &str) -> Result<bool> {
+        let Some(local) = local_path_of(location) else {
+            return Ok(!Self::open(location)?.list_dir(dir).await?.is_empty());
+        };
+        if std::fs::symlink_metadata(&local).is_ok() && !local.is_dir() {
+            // a file or a broken link: named as opening it names it
+            Self::open(location)?;
+        }
+        Ok(std::fs::read_dir(local.join(dir)).is_ok_and(|mut entries| entries.next().is_some()))
+    }
+
     /// Opens `location`: a local path (created if missing) or an object-store URL.
     pub fn open(location: &str) -> Result<Self> {
         if let Some(local) = local_path_of(location) {

@@ -127,6 +127,11 @@ pub async fn generate_tpch(
     config: &GenConfig,
 ) -> BenchResult<(Arc<LocalStore>, Vec<TableStats>)> {
     let store = open_bench_store(root).await?;
+    // the fresh-process baseline's database: the shell only opens existing ones
+    store
+        .create_database(FRESH_BASELINE_DATABASE, None, true)
+        .await
+        .context(|| "creating the baseline's database".into())?;
     let mut stats = Vec::new();
     for (i, table) in TABLES.iter().enumerate() {
         let s = if table.primary_key {

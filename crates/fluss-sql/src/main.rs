@@ -66,12 +66,16 @@ struct Args {
     /// No banner, no row counts or timings.
     #[arg(short, long)]
     quiet: bool,
-    /// LocalStore root: a directory (created on first use) or an object-store URL.
+    /// LocalStore root: a directory or an object-store URL (made a store only by
+    /// --create or --demo).
     #[arg(long, default_value = "./fluss-data")]
     store: String,
-    /// Database used for unqualified names (created on first use).
-    #[arg(short = 'd', long, default_value = DEMO_DATABASE)]
-    database: String,
+    /// Create the store and the database when missing.
+    #[arg(long)]
+    create: bool,
+    /// Database used for unqualified names: an existing one, unless --create [default: fluss].
+    #[arg(short = 'd', long)]
+    database: Option<String>,
     /// Memory limit of the query engine, e.g. 512m, 2g.
     #[arg(long, value_parser = parse_size)]
     memory_limit: Option<usize>,
@@ -81,9 +85,9 @@ struct Args {
     /// Create a TPC-H-shaped demo dataset in the store (once) before running.
     #[arg(long)]
     demo: bool,
-    /// Size of the demo dataset (1 = 15,000 orders, 1,500 customers).
-    #[arg(long, default_value_t = 1.0)]
-    demo_scale: f64,
+    /// Size of the demo dataset (1 = 15,000 orders, 1,500 customers) [default: 1].
+    #[arg(long)]
+    demo_scale: Option<f64>,
     /// Lake format of the demo's `orders` table: paimon or iceberg.
     #[arg(long, default_value = "paimon")]
     demo_orders_lake: String,
@@ -188,6 +192,7 @@ const HELP: &str = r#"Meta-commands:
   \timing         toggle query timing
   \?              this help
   \q              quit
+Ctrl-C cancels the running statement (the shell stays); at the prompt it clears the line.
 SQL (end statements with ';'):
   SELECT / EXPLAIN / COPY (SELECT ...) TO 'out.parquet' / SET / SHOW TABLES   (DataFusion)
   CREATE DATABASE [IF NOT EXISTS] db        DROP DATABASE [IF EXISTS] db [CASCADE]
@@ -690,6 +695,21 @@ fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
     Ok(())
 }
 
+/// The error for a `--store` location that holds no store, suggesting the default
+/// store folder inside it when that is one.
+async fn not_a_store(location: &str) -> Error {
+    let inside = format!("{}/fluss-data", location.trim_end_matches('/'));
+    let hint = if LocalStore::is_store_at(&inside).await.unwrap_or(false) {
+        format!("; did you mean --store {inside}?")
+    } else {
+        String::new()
+    };
+    Error::not_found(format!(
+        "'{location}' is not a Fluss store (no databases under zk/metadata); --create makes \
+         one there, --demo one with the demo dataset{hint}"
+    ))
+}
+
 fn run(args: Args) -> Result<ExitCode> {
     // Large stacks, as query planning and expression evaluation recurse over
     // expression trees (only the pages used are committed).
@@ -698,8 +718,15 @@ fn run(args: Args) -> Result<ExitCode> {
         .thread_stack_size(WORKER_STACK)
         .build()
         .map_err(|e| Error::internal("cannot start the runtime").with_source(e))?;
+    // Nothing is created unless asked for: a mistyped --store or -d is an error, not
+    // a new empty store or database.
+    let create = args.create || args.demo;
+    let named_database = args.database.clone();
     let options = SessionOptions {
-        default_database: args.database.clone(),
+        default_database: named_database
+            .clone()
+            .unwrap_or_else(|| DEMO_DATABASE.to_string()),
+        create_database: create,
         target_partitions: args.target_partitions,
         memory_limit: args.memory_limit,
     };
@@ -721,11 +748,25 @@ fn run(args: Args) -> Result<ExitCode> {
         let (store, source): (Option<Arc<LocalStore>>, Arc<dyn FlussSource>) = match cluster {
             Some(options) => (None, Arc::new(ClusterSource::connect(options).await?)),
             None => {
+                if !create && !LocalStore::is_store_at(&store_location).await? {
+                    return Err(not_a_store(&store_location).await);
+                }
                 let store =
                     Arc::new(LocalStore::open_with_options(&store_location, store_options).await?);
                 (Some(store.clone()), store)
             }
         };
+        if let (false, Some(name)) = (create, &named_database) {
+            let databases = source.list_databases().await?;
+            if !databases.contains(name) {
+                return Err(Error::not_found(format!(
+                    "database '{name}' does not exist in {} (its databases: {}); CREATE \
+                     DATABASE {name} makes it, or --create",
+                    source.name(),
+                    databases.join(", ")
+                )));
+            }
+        }
         let session = FlussSession::with_options(source, options).await?;
         Ok::<_, Error>((store, session))
     })?;
@@ -752,11 +793,17 @@ fn run(args: Args) -> Result<ExitCode> {
     if let (true, Some(store)) = (args.demo, store) {
         let start = Instant::now();
         let session = shell.session.clone();
-        let scale = args.demo_scale;
+        let scale = args.demo_scale.unwrap_or(1.0);
         let orders_lake = args.demo_orders_lake.clone();
         let summary = shell.block_on_with_spinner(async move {
             create_demo(&session, &store, scale, &orders_lake).await
         })?;
+        if !summary.created && args.demo_scale.is_some() {
+            eprintln!(
+                "Notice: the store has the demo dataset already, so --demo-scale is ignored \
+                 (DROP DATABASE {DEMO_DATABASE} CASCADE, then --demo, makes it again)"
+            );
+        }
         if !args.quiet && summary.created {
             eprintln!(
                 "Created the demo dataset: {} orders, {} customers, {} nations ({:.1}s)",

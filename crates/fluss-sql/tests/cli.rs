@@ -29,9 +29,9 @@ fn run(store: &Path, args: &[&str]) -> Run {
     }
 }
 
-/// Runs SQL that must succeed, quietly.
+/// Runs SQL that must succeed, quietly (creating the store if it is new).
 fn sql(store: &Path, statements: &str) -> String {
-    let r = run(store, &["-q", "-c", statements]);
+    let r = run(store, &["--create", "-q", "-c", statements]);
     assert!(r.ok, "{statements} failed: {}", r.stderr);
     r.stdout
 }
@@ -401,6 +401,58 @@ fn views_say_they_last_for_the_session() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn nothing_is_created_by_accident() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("notes.txt"), b"x").expect("write");
+    let listing = |path: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // a folder that is not a store is refused, even for a plain SELECT, and left alone
+    let line = assert_one_line_error(&run(dir.path(), &["-q", "-c", "SELECT 1"]));
+    assert!(line.contains("is not a Fluss store"), "{line}");
+    assert!(line.contains("--create"), "{line}");
+    assert_eq!(listing(dir.path()), ["notes.txt"]);
+    // ... and points at the store inside it when there is one
+    sql(&dir.path().join("fluss-data"), "SELECT 1");
+    let line = assert_one_line_error(&run(dir.path(), &["-q", "-c", "SELECT 1"]));
+    let inside = format!("did you mean --store {}/fluss-data?", dir.path().display());
+    assert!(line.contains(&inside), "{line}");
+    assert_eq!(listing(dir.path()), ["fluss-data", "notes.txt"]);
+    // a database named with -d must exist: `-d 1g` (a mistyped memory limit) creates none
+    let store = dir.path().join("fluss-data");
+    let line = assert_one_line_error(&run(&store, &["-q", "-d", "1g", "-c", "SELECT 1"]));
+    assert!(line.contains("database '1g' does not exist"), "{line}");
+    assert!(line.contains("its databases: fluss"), "{line}");
+    let databases = sql(&store, "SHOW DATABASES");
+    assert!(!databases.contains("1g"), "{databases}");
+    // --create makes it
+    let r = run(&store, &["--create", "-q", "-d", "sales", "-c", "SELECT 1"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(sql(&store, "SHOW DATABASES").contains("sales"));
+}
+
+#[test]
+fn demo_scale_on_an_existing_demo_is_said_to_be_ignored() {
+    let store = tempfile::tempdir().expect("temp dir");
+    let demo = ["-q", "--demo", "--demo-scale", "0.01", "-c", "SELECT 1"];
+    let r = run(store.path(), &demo);
+    assert!(r.ok && !r.stderr.contains("ignored"), "{}", r.stderr);
+    let r = run(
+        store.path(),
+        &["-q", "--demo", "--demo-scale", "2", "-c", "SELECT 1"],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert!(r.stderr.contains("--demo-scale is ignored"), "{}", r.stderr);
+    let r = run(store.path(), &["-q", "--demo", "-c", "SELECT 1"]);
+    assert!(r.ok && !r.stderr.contains("ignored"), "{}", r.stderr);
 }
 
 #[test]

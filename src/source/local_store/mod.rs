@@ -197,6 +197,13 @@ impl LocalStore {
         self.storage.put_atomic(path, Bytes::from(json)).await
     }
 
+    /// Whether `location` holds a store (the metadata of at least one database),
+    /// looked at without creating anything there: a folder that is not a store must
+    /// not become one by being looked at.
+    pub async fn is_store_at(location: &str) -> Result<bool> {
+        Storage::has_entries_at(location, &layout::databases_dir()).await
+    }
+
     /// Whether a database exists.
     pub async fn database_exists(&self, name: &str) -> Result<bool> {
         validate_name("database", name)?;
