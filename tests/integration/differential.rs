@@ -2,8 +2,11 @@
 //! table dropped and created again) on a LocalStore, every union read (and lake-only read) compared with an in-memory model.
 //!
 //! Tables (database `db`):
-//! - `kv`: primary-key table `(id BIGINT PK, v STRING NULL, n INT NULL)`, 3 buckets;
-//!   model: `BTreeMap<id, (v, n)>`.
+//! - `kv`: primary-key table `(id BIGINT PK, v STRING NULL, n INT NULL, d DECIMAL(38, 10)
+//!   NULL, ts TIMESTAMP_LTZ(6) NULL, b BYTES NULL)`, 3 buckets; model: `BTreeMap<id, (v, n)>`.
+//!   `d`, `ts` and `b` hold boundary values of their types, chosen by the row's other
+//!   values ([`exact_values`]), so every write and update carries them and every read
+//!   must give them back exactly. (The real-Fluss run keeps the first three columns.)
 //! - `lg`: log table with the same columns, 2 buckets (bucket key `id`); model: `Vec`.
 //!
 //! After every step the test checks, through SQL, for both tables: all rows, rows with
@@ -22,7 +25,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::array::{
+    Array, ArrayRef, BinaryArray, Decimal128Array, Int32Array, Int64Array, RecordBatch,
+    StringArray, TimestampMicrosecondArray,
+};
+use datafusion::arrow::datatypes::{Field, Schema as ArrowSchema};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
@@ -43,6 +50,59 @@ const QUERY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
 type Row = (i64, Option<String>, Option<i32>);
 /// A rendered result row: every cell as text, `None` for NULL.
 type Rendered = Vec<Option<String>>;
+
+/// `DECIMAL(38, 10)` values at and near its bounds (unscaled), `None` for NULL.
+const DECIMALS: [Option<i128>; 8] = [
+    Some(0),
+    Some(1),
+    Some(-1),
+    Some(99_999_999_999_999_999_999_999_999_999_999_999_999),
+    Some(-99_999_999_999_999_999_999_999_999_999_999_999_999),
+    Some(123_456_789_012_345_678_900_123_456_789),
+    Some(-50_000_000_000),
+    None,
+];
+
+/// `TIMESTAMP_LTZ(6)` values (microseconds since the epoch): the first and last
+/// microsecond Fluss allows, either side of the epoch, `None` for NULL.
+const TIMESTAMPS: [Option<i64>; 7] = [
+    Some(-62_135_596_800_000_000),
+    Some(253_402_300_799_999_999),
+    Some(-1),
+    Some(0),
+    Some(1_700_000_000_123_456),
+    Some(951_782_400_000_001),
+    None,
+];
+
+/// `BYTES` values: empty, zero bytes, not UTF-8, long, `None` for NULL.
+fn bytes_value(i: usize) -> Option<Vec<u8>> {
+    match i % 6 {
+        0 => Some(Vec::new()),
+        1 => Some(vec![0]),
+        2 => Some(vec![0xff, 0x00, 0x80, 0xc3]),
+        3 => Some((0..=255u8).cycle().take(700).collect()),
+        4 => Some(b"plain".to_vec()),
+        _ => None,
+    }
+}
+
+/// A row's exact-value columns: `d` (unscaled), `ts` (microseconds) and `b`.
+type ExactValues = (Option<i128>, Option<i64>, Option<Vec<u8>>);
+
+/// The exact-value columns `(d, ts, b)` of a row: a function of its other values, so
+/// the model keeps no more than `(id, v, n)` while upserts change them too.
+fn exact_values(row: &Row) -> ExactValues {
+    let (id, v, n) = row;
+    let pick = (id.unsigned_abs() as usize) * 31
+        + n.map_or(7, |n| n.unsigned_abs() as usize) * 7
+        + v.as_ref().map_or(3, String::len);
+    (
+        DECIMALS[pick % DECIMALS.len()],
+        TIMESTAMPS[(pick / 3) % TIMESTAMPS.len()],
+        bytes_value(pick / 5),
+    )
+}
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -164,6 +224,30 @@ fn random_op(rng: &mut StdRng, model: &Model) -> Op {
 }
 
 fn rows_batch(rows: &[Row]) -> RecordBatch {
+    let exact: Vec<_> = rows.iter().map(exact_values).collect();
+    let d = Decimal128Array::from(exact.iter().map(|e| e.0).collect::<Vec<_>>())
+        .with_precision_and_scale(38, 10)
+        .unwrap();
+    let ts = TimestampMicrosecondArray::from(exact.iter().map(|e| e.1).collect::<Vec<_>>())
+        .with_timezone("UTC");
+    let b = BinaryArray::from_iter(exact.iter().map(|e| e.2.clone()));
+    let mut batch = three_columns(rows);
+    for (name, column) in [
+        ("d", Arc::new(d) as ArrayRef),
+        ("ts", Arc::new(ts) as ArrayRef),
+        ("b", Arc::new(b) as ArrayRef),
+    ] {
+        let mut fields = batch.schema().fields().to_vec();
+        fields.push(Arc::new(Field::new(name, column.data_type().clone(), true)));
+        let mut columns = batch.columns().to_vec();
+        columns.push(column);
+        batch = RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), columns).unwrap();
+    }
+    batch
+}
+
+/// `id`, `v` and `n` of `rows` as a batch.
+fn three_columns(rows: &[Row]) -> RecordBatch {
     RecordBatch::try_from_iter(vec![
         (
             "id",
@@ -199,7 +283,10 @@ fn schema(pk: bool) -> Schema {
     let mut s = Schema::builder()
         .column("id", DataTypes::bigint())
         .column("v", DataTypes::string())
-        .column("n", DataTypes::int());
+        .column("n", DataTypes::int())
+        .column("d", DataTypes::decimal(38, 10))
+        .column("ts", DataTypes::timestamp_ltz_with_precision(6))
+        .column("b", DataTypes::bytes());
     if pk {
         s = s.primary_key(vec!["id"]).unwrap();
     }
@@ -288,6 +375,12 @@ fn render_rows(rows: &[Row]) -> Vec<Rendered> {
         .collect()
 }
 
+/// Every column of `rows`, the exact-value ones too, rendered by the same formatter
+/// the query results go through (a value read back other than as written differs).
+fn render_all(rows: &[Row]) -> Vec<Rendered> {
+    render(&[rows_batch(rows)])
+}
+
 /// `count(*), sum(n), min(v), max(v)` of the model rows.
 fn aggregate(rows: &[Row]) -> Vec<Rendered> {
     let count = rows.len() as i64;
@@ -315,6 +408,8 @@ fn sorted(mut rows: Vec<Row>) -> Vec<Row> {
 
 struct Checker<'a> {
     ctx: SessionContext,
+    /// The tables have the exact-value columns `d`, `ts` and `b`.
+    exact_columns: bool,
     run: &'a Run,
     history: Vec<String>,
     checks: usize,
@@ -382,12 +477,44 @@ impl Checker<'_> {
             render_rows(&all),
         )
         .await;
+        // rows equal in (id, v, n) are equal in every column (exact_values)
+        let every_column = if self.exact_columns {
+            render_all(&all)
+        } else {
+            render_rows(&all)
+        };
         self.check(
             step,
             &format!("SELECT * FROM {t} ORDER BY id, v, n"),
-            render_rows(&all),
+            every_column,
         )
         .await;
+        if self.exact_columns {
+            // filters on the boundary values, pushed to the lake files and the tail
+            let exact = |keep: &dyn Fn(&ExactValues) -> bool| {
+                let rows: Vec<Row> = all
+                    .iter()
+                    .filter(|r| keep(&exact_values(r)))
+                    .cloned()
+                    .collect();
+                render_rows(&rows)
+            };
+            let filters: [(&str, Vec<Rendered>); 3] = [
+                ("d < -0.0000000001", exact(&|e| e.0.is_some_and(|d| d < -1))),
+                (
+                    "ts < TIMESTAMP '1970-01-01 00:00:00'",
+                    exact(&|e| e.1.is_some_and(|t| t < 0)),
+                ),
+                (
+                    "b = X''",
+                    exact(&|e| e.2.as_ref().is_some_and(Vec::is_empty)),
+                ),
+            ];
+            for (filter, expected) in filters {
+                let sql = format!("SELECT id, v, n FROM {t} WHERE {filter} ORDER BY id, v, n");
+                self.check(step, &sql, expected).await;
+            }
+        }
         let k = rng.random_range(-55..55);
         let filtered: Vec<Row> = all
             .iter()
@@ -522,6 +649,7 @@ async fn run_differential(run: Run) {
     let mut model = Model::default();
     let mut checker = Checker {
         ctx,
+        exact_columns: true,
         run: &run,
         history: Vec::new(),
         checks: 0,
@@ -783,6 +911,7 @@ pub fn run_against_real(fluss: &mut fluss_test_support::real_fluss::RealFluss, s
     let mut model = Model::default();
     let mut checker = Checker {
         ctx,
+        exact_columns: false,
         run: &run,
         history: Vec::new(),
         checks: 0,
