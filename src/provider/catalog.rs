@@ -15,11 +15,13 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use fluss::metadata::TablePath;
 
 use super::blocking::block_on;
 use super::changelog::ChangelogTableProvider;
+use super::damaged::DamagedTable;
 use super::lake_snapshots::lake_snapshots_table;
 use super::table::{FlussTableProvider, ReadMode};
 use crate::error::{Error, ErrorKind};
@@ -193,6 +195,10 @@ impl FlussSchema {
         let table = match self.source.get_table(&path).await {
             Ok(t) => t,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            // listed, not hiding the catalog: reading it names the damage
+            Err(e) if e.kind() == ErrorKind::DataInvalid && suffix.is_none() => {
+                return Ok(Some(Arc::new(DamagedTable::new(path, &e))));
+            }
             Err(e) => return Err(e.into()),
         };
         let mode = match suffix {
@@ -258,6 +264,18 @@ impl SchemaProvider for FlussSchema {
             return Ok(Some(table));
         }
         self.provider(name).await
+    }
+
+    /// Fluss tables are base tables: known from the listing, without reading their
+    /// metadata (`SHOW TABLES` lists a table whose metadata is damaged, too).
+    async fn table_type(&self, name: &str) -> DfResult<Option<TableType>> {
+        if let Some(table) = self.session_table(name) {
+            return Ok(Some(table.table_type()));
+        }
+        if self.fluss_table_names().iter().any(|t| t == name) {
+            return Ok(Some(TableType::Base));
+        }
+        Ok(self.provider(name).await?.map(|t| t.table_type()))
     }
 
     fn table_exist(&self, name: &str) -> bool {

@@ -3,6 +3,7 @@
 mod blocking;
 mod catalog;
 mod changelog;
+mod damaged;
 mod describe;
 mod field_ids;
 mod filter_estimate;
@@ -19,6 +20,7 @@ mod view_types;
 
 pub(crate) use catalog::fluss_table_of;
 pub use catalog::{FlussCatalog, FlussSchema};
+pub(crate) use damaged::damaged_table_error;
 pub use lookup_join::{FlussLookupJoinExec, LookupJoinRule};
 pub use options::FlussOptions;
 pub use table::{FlussTableProvider, ReadMode};

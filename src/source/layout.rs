@@ -107,7 +107,16 @@ pub fn lake_tiering_pending_node(table_id: i64) -> String {
 
 /// `data/<db>/<table>-<table_id>`.
 pub fn table_data_dir(path: &TablePath, table_id: i64) -> String {
-    format!("data/{}/{}-{table_id}", path.database(), path.table())
+    format!(
+        "{}/{}-{table_id}",
+        database_data_dir(path.database()),
+        path.table()
+    )
+}
+
+/// `data/<db>`: the log data of the database's tables.
+pub fn database_data_dir(database: &str) -> String {
+    format!("data/{database}")
 }
 
 /// `data/<db>/<table>-<id>[/<partition>-p<pid>]/log-<bucket>`.

@@ -8,7 +8,7 @@ use datafusion::arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{Field, Schema};
 
 use super::FlussSession;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::source::FlussTable;
 
 fn string_column(values: Vec<String>) -> ArrayRef {
@@ -58,9 +58,22 @@ pub async fn list_tables(session: &FlussSession) -> Result<RecordBatch> {
             snapshots.push(None);
         }
         for name in tables {
-            let table = store
-                .get_table(&fluss::metadata::TablePath::new(db.as_str(), name.as_str()))
-                .await?;
+            let path = fluss::metadata::TablePath::new(db.as_str(), name.as_str());
+            let table = match store.get_table(&path).await {
+                Ok(table) => table,
+                // listed as damaged, not failing the listing (SELECT says why)
+                Err(e) if e.kind() == ErrorKind::DataInvalid => {
+                    cols[0].push(db.clone());
+                    cols[1].push(name);
+                    cols[2].push("damaged".to_string());
+                    cols[3].push(String::new());
+                    cols[4].push("-".to_string());
+                    buckets.push(None);
+                    snapshots.push(None);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let snapshot = store.readable_lake_snapshot(&table).await?;
             cols[0].push(db.clone());
             cols[1].push(name);

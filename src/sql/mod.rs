@@ -430,7 +430,7 @@ impl FlussSession {
             .map_err(from_datafusion)?;
         let tables = self.fluss_tables_of(&state, &statement)?;
         let run = || self.plan_and_collect(&state, statement.clone());
-        let (schema, batches) = if statement::reads_only(&statement) {
+        let outcome = if statement::reads_only(&statement) {
             let max_age = state
                 .config()
                 .options()
@@ -438,15 +438,32 @@ impl FlussSession {
                 .get::<FlussOptions>()
                 .map_or(0, |o| o.metadata_max_age_ms);
             let max_age = std::time::Duration::from_millis(max_age);
-            with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await?
+            with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await
         } else {
-            with_tables_prefetched(self.source.as_ref(), &tables, run()).await?
+            with_tables_prefetched(self.source.as_ref(), &tables, run()).await
+        };
+        let (schema, batches) = match outcome {
+            Ok(rows) => rows,
+            // `SELECT c FROM t` with t damaged fails planning ("no field c"): name why
+            Err(e) => return Err(self.damage_among(&tables).await.unwrap_or(e)),
         };
         Ok(StatementResult {
             schema,
             batches,
             notice: None,
         })
+    }
+
+    /// The damage of the first of `tables` whose metadata cannot be read, if any.
+    async fn damage_among(&self, tables: &[TablePath]) -> Option<Error> {
+        for path in tables {
+            if let Err(e) = self.source.get_table(path).await
+                && e.kind() == crate::error::ErrorKind::DataInvalid
+            {
+                return Some(crate::provider::damaged_table_error(path, &e));
+            }
+        }
+        None
     }
 
     /// Plans and runs one DataFusion statement, and collects its rows.

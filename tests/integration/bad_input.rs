@@ -246,3 +246,90 @@ async fn bad_sql_is_an_error() {
             .contains("nope")
     );
 }
+
+/// One table whose metadata file is truncated does not hide the catalog: `SHOW
+/// TABLES`, `information_schema` and `\d` list every table (the damaged one as
+/// damaged), reading it names the damage, the other table reads as before, and
+/// `DROP TABLE` removes it (its log data too), so SQL can clean it up.
+#[tokio::test]
+async fn a_damaged_table_is_listed_named_and_dropped_without_hiding_the_others() {
+    use fluss_datafusion::sql::FlussSession;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        LocalStore::open(dir.path().to_str().unwrap())
+            .await
+            .unwrap(),
+    );
+    let session = FlussSession::new(store.clone()).await.unwrap();
+    for sql in [
+        "CREATE TABLE hurt (id BIGINT, v STRING)",
+        "CREATE TABLE fine (id BIGINT, v STRING)",
+        "INSERT INTO hurt VALUES (1, 'a')",
+        "INSERT INTO fine VALUES (2, 'b')",
+    ] {
+        session.execute(sql).await.unwrap();
+    }
+    let node = dir
+        .path()
+        .join("zk/metadata/databases/fluss/tables/hurt.json");
+    let bytes = std::fs::read(&node).unwrap();
+    std::fs::write(&node, &bytes[..bytes.len() / 2]).unwrap();
+    let text = |batches: Vec<RecordBatch>| {
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string()
+    };
+    let tables = text(session.execute("SHOW TABLES").await.unwrap());
+    assert!(
+        tables.contains("hurt") && tables.contains("fine"),
+        "{tables}"
+    );
+    let columns = text(
+        session
+            .execute(
+                "SELECT table_name, column_name FROM information_schema.columns \
+                 WHERE table_schema = 'fluss' ORDER BY table_name, column_name",
+            )
+            .await
+            .unwrap(),
+    );
+    assert!(
+        columns.contains("fine") && !columns.contains("hurt"),
+        "{columns}"
+    );
+    let listed = text(vec![
+        fluss_datafusion::sql::list_tables(&session).await.unwrap(),
+    ]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains("hurt") && l.contains("damaged")),
+        "{listed}"
+    );
+    let fine = text(session.execute("SELECT * FROM fine").await.unwrap());
+    assert!(fine.contains("| 2  | b |"), "{fine}");
+    for sql in ["SELECT * FROM hurt", "SELECT v FROM hurt WHERE id = 1"] {
+        let e = session.execute(sql).await.unwrap_err().to_string();
+        assert!(e.contains("table 'fluss.hurt' is damaged"), "{sql}: {e}");
+        assert!(e.contains("hurt.json"), "{sql}: {e}");
+        assert!(e.contains("DROP TABLE fluss.hurt removes it"), "{sql}: {e}");
+    }
+    session.execute("DROP TABLE hurt").await.unwrap();
+    let data: Vec<String> = std::fs::read_dir(dir.path().join("data/fluss"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(data.iter().all(|d| d.starts_with("fine-")), "{data:?}");
+    session
+        .execute("CREATE TABLE hurt (id BIGINT, v STRING)")
+        .await
+        .unwrap();
+    let again = text(
+        session
+            .execute("SELECT count(*) AS n FROM hurt")
+            .await
+            .unwrap(),
+    );
+    assert!(again.contains("| 0 |"), "{again}");
+}

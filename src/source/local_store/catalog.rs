@@ -267,6 +267,9 @@ impl LocalStore {
         let table = match self.get_table(path).await {
             Ok(t) => t,
             Err(e) if e.kind() == ErrorKind::NotFound && if_exists => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::DataInvalid => {
+                return self.drop_damaged_table(path).await;
+            }
             Err(e) => return Err(e),
         };
         let id = table.table_id();
@@ -284,6 +287,26 @@ impl LocalStore {
         // (its first tiering would refuse them). Lakes elsewhere are left alone.
         if let Some(dir) = owned_lake_table_dir(&table) {
             self.storage.delete_dir(&dir).await?;
+        }
+        Ok(())
+    }
+
+    /// Drops a table whose metadata cannot be read: its metadata and its log data,
+    /// found by name (`<table>-<id>` folders) as its id is unreadable. Its lake table,
+    /// whose location the damaged metadata held, is left alone; a table created again
+    /// under the name refuses a lake that has snapshots at its first tiering.
+    async fn drop_damaged_table(&self, path: &TablePath) -> Result<()> {
+        self.storage.delete(&layout::table_node(path)).await?;
+        self.storage.delete_dir(&layout::table_dir(path)).await?;
+        let data = layout::database_data_dir(path.database());
+        let prefix = format!("{}-", path.table());
+        for entry in self.storage.list_dir(&data).await? {
+            let is_its_data = entry
+                .strip_prefix(&prefix)
+                .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+            if is_its_data {
+                self.storage.delete_dir(&format!("{data}/{entry}")).await?;
+            }
         }
         Ok(())
     }
