@@ -413,8 +413,57 @@ impl FlussSession {
                         "the {kind} lasts for this session only: it is not stored in the Fluss catalog"
                     ));
                 }
+                let hints = parse::hints(&sql);
+                if !hints.is_empty() {
+                    result.notice = Some(format!(
+                        "hints are not applied: /*+ {} */ (every read here is the union of \
+                         the lake snapshot and the log tail as of planning)",
+                        hints.join(" ")
+                    ));
+                }
                 Ok(result)
             }
+            Statement::ShowCatalogs => {
+                let mut names = self.ctx.catalog_names();
+                names.sort();
+                let schema = Arc::new(Schema::new(vec![Field::new(
+                    "catalog",
+                    DataType::Utf8,
+                    false,
+                )]));
+                let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(names))])?;
+                Ok(StatementResult::of(batch))
+            }
+            Statement::UseCatalog { catalog } => {
+                let names = self.ctx.catalog_names();
+                if catalog != CATALOG && names.contains(&catalog) {
+                    return Err(Error::unsupported(format!(
+                        "the session's catalog is '{CATALOG}'; name '{catalog}' tables as \
+                         {catalog}.db.t"
+                    )));
+                }
+                if catalog != CATALOG {
+                    return Err(Error::not_found(format!(
+                        "catalog '{catalog}' does not exist (catalogs: {})",
+                        names.join(", ")
+                    )));
+                }
+                Ok(StatementResult::empty())
+            }
+            Statement::ShowTablesOf { database } => {
+                let db = database_name(&database)?;
+                if !self.source.list_databases().await?.contains(&db) {
+                    return Err(Error::not_found(format!("database '{db}' does not exist")));
+                }
+                let sql = format!(
+                    "SELECT table_catalog, table_schema, table_name, table_type \
+                     FROM information_schema.tables WHERE table_catalog = '{CATALOG}' \
+                     AND table_schema = '{}' ORDER BY table_name",
+                    db.replace('\'', "''")
+                );
+                self.query(&sql).await
+            }
+            Statement::QuotedSet { key, value } => flink_setting(self, &key, &value).await,
         }
     }
 
@@ -545,4 +594,37 @@ fn database_name(name: &[String]) -> Result<String> {
             name.join(".")
         ))),
     }
+}
+
+/// `SET 'key' = 'value'`, Flink's form. The settings of Flink's SQL client and its
+/// runtime mode are what its quickstarts begin with: accepted with a notice of what
+/// they mean here. Any other key is DataFusion's `SET key = 'value'`.
+async fn flink_setting(session: &FlussSession, key: &str, value: &str) -> Result<StatementResult> {
+    let notice = if key.starts_with("sql-client.") {
+        format!(
+            "'{key}' is a setting of Flink's SQL client and has no effect here (results \
+             print as tables; the shell's --format chooses how)"
+        )
+    } else if key == "execution.runtime-mode" {
+        if !value.eq_ignore_ascii_case("batch") {
+            return Err(Error::unsupported(format!(
+                "execution.runtime-mode '{value}' is not supported: every query reads its \
+                 tables as of planning and ends (batch)"
+            )));
+        }
+        "queries here always run in batch mode".to_string()
+    } else if !key
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return Err(Error::invalid_input(format!(
+            "'{key}' is not a setting name"
+        )));
+    } else {
+        let sql = format!("SET {key} = '{}'", value.replace('\'', "''"));
+        return session.query(&sql).await;
+    };
+    let mut result = StatementResult::empty();
+    result.notice = Some(notice);
+    Ok(result)
 }

@@ -145,6 +145,22 @@ pub fn is_complete(input: &str) -> bool {
     }
 }
 
+/// The optimizer hints of `sql` (`/*+ OPTIONS('k' = 'v') */`, as Flink writes them),
+/// each as written inside its comment.
+pub fn hints(sql: &str) -> Vec<String> {
+    use datafusion::sql::sqlparser::tokenizer::Whitespace;
+    tokenize(sql)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| match t {
+            Token::Whitespace(Whitespace::MultiLineComment(body)) => {
+                body.strip_prefix('+').map(|hint| hint.trim().to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Unescapes the body of a single-quoted SQL string (`''` is one quote).
 pub fn unescape_string(raw: &str) -> String {
     raw.replace("''", "'")

@@ -60,6 +60,26 @@ pub enum Statement {
     },
     /// `SHOW DATABASES` / `SHOW SCHEMAS`.
     ShowDatabases,
+    /// `SHOW CATALOGS` (Flink SQL).
+    ShowCatalogs,
+    /// `SHOW TABLES FROM|IN database` (Flink SQL; a plain `SHOW TABLES` is DataFusion's).
+    ShowTablesOf {
+        /// Database name as written.
+        database: Vec<String>,
+    },
+    /// `USE CATALOG name` (Flink SQL).
+    UseCatalog {
+        /// Catalog name as written.
+        catalog: String,
+    },
+    /// `SET 'key' = 'value'`: Flink's quoted form. Settings of Flink's SQL client
+    /// and runtime are answered here; any other key is DataFusion's `SET`.
+    QuotedSet {
+        /// The key, unquoted.
+        key: String,
+        /// The value, unquoted.
+        value: String,
+    },
     /// Anything else, for DataFusion.
     Query(String),
 }
@@ -221,9 +241,40 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
         return Ok(Statement::Call { procedure, args });
     }
     if c.eat_keyword("use") {
+        if c.peek_keyword("catalog") && !matches!(c.peek_nth(1), Token::EOF | Token::SemiColon) {
+            c.next_token();
+            let catalog = c.object_name()?.join(".");
+            c.expect_end()?;
+            return Ok(Statement::UseCatalog { catalog });
+        }
         let database = c.object_name()?;
         c.expect_end()?;
         return Ok(Statement::Use { database });
+    }
+    if c.peek_keyword("show") && is_keyword(&c.peek_nth(1), "catalogs") {
+        c.next_token();
+        c.next_token();
+        c.expect_end()?;
+        return Ok(Statement::ShowCatalogs);
+    }
+    if c.peek_keyword("show")
+        && is_keyword(&c.peek_nth(1), "tables")
+        && (is_keyword(&c.peek_nth(2), "from") || is_keyword(&c.peek_nth(2), "in"))
+    {
+        c.next_token();
+        c.next_token();
+        c.next_token();
+        let database = c.object_name()?;
+        c.expect_end()?;
+        return Ok(Statement::ShowTablesOf { database });
+    }
+    if c.peek_keyword("set") && matches!(c.peek_nth(1), Token::SingleQuotedString(_)) {
+        c.next_token();
+        let key = c.string()?;
+        c.expect(&Token::Eq)?;
+        let value = c.string()?;
+        c.expect_end()?;
+        return Ok(Statement::QuotedSet { key, value });
     }
     if c.peek_keyword("show")
         && (is_keyword(&c.peek_nth(1), "databases") || is_keyword(&c.peek_nth(1), "schemas"))
@@ -261,6 +312,38 @@ mod tests {
         ));
         assert!(matches!(
             parse_statement("SELECT 1").unwrap(),
+            Statement::Query(_)
+        ));
+        assert_eq!(
+            parse_statement("SET 'execution.runtime-mode' = 'batch';").unwrap(),
+            Statement::QuotedSet {
+                key: "execution.runtime-mode".into(),
+                value: "batch".into()
+            }
+        );
+        assert_eq!(
+            parse_statement("USE CATALOG fluss").unwrap(),
+            Statement::UseCatalog {
+                catalog: "fluss".into()
+            }
+        );
+        // a database named `catalog` is still a database
+        assert!(matches!(
+            parse_statement("USE catalog").unwrap(),
+            Statement::Use { .. }
+        ));
+        assert_eq!(
+            parse_statement("show tables from db").unwrap(),
+            Statement::ShowTablesOf {
+                database: vec!["db".into()]
+            }
+        );
+        assert_eq!(
+            parse_statement("SHOW CATALOGS").unwrap(),
+            Statement::ShowCatalogs
+        );
+        assert!(matches!(
+            parse_statement("SHOW TABLES").unwrap(),
             Statement::Query(_)
         ));
         assert!(matches!(
