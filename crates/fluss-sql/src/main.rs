@@ -15,7 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -54,6 +54,10 @@ struct Args {
     /// Run a command (SQL statements or a \meta-command) and exit; repeatable.
     #[arg(short = 'c', long = "command")]
     command: Vec<String>,
+    /// Run the statements of a file at start-up, before anything else (repeatable);
+    /// an interactive shell runs ~/.fluss-sqlrc when there is one and no -r is given.
+    #[arg(short = 'r', long = "rc")]
+    rc: Vec<PathBuf>,
     /// Run the statements of a file and exit; repeatable.
     #[arg(short = 'f', long = "file")]
     file: Vec<PathBuf>,
@@ -184,12 +188,22 @@ struct Shell {
     timing: bool,
     spinner: bool,
     interactive: bool,
+    /// Where results go (`\o file`); stdout when `None`.
+    output: Option<std::fs::File>,
+    /// `\x`: one block per row, whatever `format` is.
+    expanded: bool,
 }
 
 const HELP: &str = r#"Meta-commands:
   \d              list databases and tables
   \d <table>      describe a table: columns, keys, buckets, lake snapshot, per-bucket lag
-  \timing         toggle query timing
+  \timing [on|off] query timing
+  \x              expanded rows on/off (one line per column)
+  \pset format F  output format: table, csv, tsv, json, ndjson, automatic, expanded
+  \o [file]       results to a file, or back to stdout
+  \i file         run the statements of a file
+  \quiet [on|off] row counts and timings
+  \h [function]   this help, or a function's signature and description
   \?              this help
   \q              quit
 Ctrl-C cancels the running statement (the shell stays); at the prompt it clears the line.
@@ -205,16 +219,33 @@ SQL (end statements with ';'):
   SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)"#;
 
 impl Shell {
+    /// Prints a result, at most `--maxrows` rows of it when `limited` (never for
+    /// EXPLAIN or `\d`, whose rows are one answer).
     fn print(
-        &self,
+        &mut self,
         schema: &datafusion::arrow::datatypes::SchemaRef,
         batches: &[datafusion::arrow::array::RecordBatch],
+        limited: bool,
     ) -> Result<()> {
-        let text = format_batches(self.format, schema, batches, self.maxrows)?;
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        Ok(())
+        let maxrows = self.maxrows.filter(|_| limited);
+        let format = if self.expanded {
+            PrintFormat::Expanded
+        } else {
+            self.format
+        };
+        let text = format_batches(format, schema, batches, maxrows)?;
+        let written = match &mut self.output {
+            Some(file) => file.write_all(text.as_bytes()).and_then(|_| file.flush()),
+            None => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes()).and_then(|_| out.flush())
+            }
+        };
+        match written {
+            // `fluss-sql -c ... | head`: the reader has what it wanted
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+            other => Ok(other?),
+        }
     }
 
     fn summary(&self, rows: Option<usize>, elapsed: Duration) {
@@ -234,20 +265,31 @@ impl Shell {
     }
 
     /// Runs a script: lines starting with `\` (between statements) are meta-commands,
-    /// everything else is SQL. Stops at the first error.
-    fn run_script(&mut self, text: &str) -> Result<bool> {
+    /// everything else is SQL. Stops at the first error, which names `source` (a
+    /// file) and the line its statement starts on.
+    fn run_script(&mut self, text: &str, source: Option<&Path>) -> Result<bool> {
         let mut pending = String::new();
-        for line in text.lines() {
+        let mut first_line = 0;
+        let located = |e: Error, line: usize| match source {
+            Some(path) => e
+                .with_context("file", path.display())
+                .with_context("line", line),
+            None => e,
+        };
+        for (i, line) in text.lines().enumerate() {
             if line.trim_start().starts_with('\\') && pending.trim().is_empty() {
                 pending.clear();
-                if !self.meta(line.trim())? {
+                if !self.meta(line.trim()).map_err(|e| located(e, i + 1))? {
                     return Ok(false);
                 }
             } else {
+                if pending.trim().is_empty() {
+                    first_line = i + 1;
+                }
                 pending.push_str(line);
                 pending.push('\n');
                 if is_complete(&pending) {
-                    if !self.run(&pending)? {
+                    if !self.run(&pending).map_err(|e| located(e, first_line))? {
                         return Ok(false);
                     }
                     pending.clear();
@@ -257,8 +299,15 @@ impl Shell {
         if pending.trim().is_empty() {
             Ok(true)
         } else {
-            self.run(&pending)
+            self.run(&pending).map_err(|e| located(e, first_line))
         }
+    }
+
+    /// Runs the statements of the file at `path` (`-f`, `-r`, `\i`).
+    fn run_file(&mut self, path: &Path) -> Result<bool> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::from(e).with_context("file", path.display()))?;
+        self.run_script(&text, Some(path))
     }
 
     /// Runs one command: a `\meta-command` or one or more SQL statements.
@@ -290,7 +339,11 @@ impl Shell {
             eprintln!("Notice: {notice}");
         }
         if result.has_columns() {
-            self.print(&result.schema, &result.batches)?;
+            let explain = sql
+                .trim_start()
+                .get(..7)
+                .is_some_and(|w| w.eq_ignore_ascii_case("explain"));
+            self.print(&result.schema, &result.batches, !explain)?;
             self.summary(Some(result.num_rows()), elapsed);
         } else {
             self.summary(None, elapsed);
@@ -340,17 +393,74 @@ impl Shell {
         };
         match name {
             "q" | "quit" => return Ok(false),
-            "?" | "h" | "help" => println!("{HELP}"),
+            "?" | "help" => println!("{HELP}"),
+            "h" if arg.is_empty() => println!("{HELP}"),
+            "h" => {
+                let session = self.session.clone();
+                let pattern = arg.replace('\'', "''");
+                let result = self.runtime.block_on(async move {
+                    session
+                        .execute_statement(&format!("SHOW FUNCTIONS LIKE '{pattern}'"))
+                        .await
+                })?;
+                if result.num_rows() == 0 {
+                    return Err(Error::not_found(format!(
+                        "no function '{arg}' (SHOW FUNCTIONS lists them all)"
+                    )));
+                }
+                // one block per signature, whatever the output format
+                let expanded = std::mem::replace(&mut self.expanded, true);
+                let printed = self.print(&result.schema, &result.batches, false);
+                self.expanded = expanded;
+                printed?;
+            }
             "timing" => {
-                self.timing = !self.timing;
+                self.timing = switch(arg, self.timing, "\\timing")?;
                 eprintln!("Timing is {}.", if self.timing { "on" } else { "off" });
+            }
+            "quiet" => {
+                self.quiet = switch(arg, self.quiet, "\\quiet")?;
+                eprintln!("Quiet is {}.", if self.quiet { "on" } else { "off" });
+            }
+            "x" => {
+                self.expanded = switch(arg, self.expanded, "\\x")?;
+                eprintln!(
+                    "Expanded display is {}.",
+                    if self.expanded { "on" } else { "off" }
+                );
+            }
+            "pset" => match arg.split_once(char::is_whitespace) {
+                Some(("format", format)) => {
+                    self.format = format.trim().parse()?;
+                    eprintln!("Output format is {}.", self.format);
+                }
+                _ => {
+                    return Err(Error::invalid_input(
+                        "\\pset takes: format table|csv|tsv|json|ndjson|automatic|expanded",
+                    ));
+                }
+            },
+            "o" => {
+                self.output = match arg {
+                    "" => None,
+                    path => Some(
+                        std::fs::File::create(path)
+                            .map_err(|e| Error::from(e).with_context("file", path))?,
+                    ),
+                };
+            }
+            "i" | "include" => {
+                if arg.is_empty() {
+                    return Err(Error::invalid_input("\\i takes a file name"));
+                }
+                return self.run_file(Path::new(arg));
             }
             "d" | "dt" | "l" if arg.is_empty() => {
                 let session = self.session.clone();
                 let batch = self
                     .runtime
                     .block_on(async move { list_tables(&session).await })?;
-                self.print(&batch.schema(), std::slice::from_ref(&batch))?;
+                self.print(&batch.schema(), std::slice::from_ref(&batch), false)?;
             }
             "d" => {
                 let name = parse_object_name(arg)?;
@@ -362,7 +472,7 @@ impl Shell {
                     if i > 0 && self.format == PrintFormat::Table {
                         println!();
                     }
-                    self.print(&batch.schema(), std::slice::from_ref(batch))?;
+                    self.print(&batch.schema(), std::slice::from_ref(batch), false)?;
                 }
             }
             other => {
@@ -628,6 +738,24 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".fluss_sql_history"))
 }
 
+/// `~/.fluss-sqlrc`, when it exists.
+fn default_rc() -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var_os("HOME")?).join(".fluss-sqlrc");
+    path.is_file().then_some(path)
+}
+
+/// The new value of an on/off setting: `on`, `off`, or toggled when `arg` is empty.
+fn switch(arg: &str, current: bool, command: &str) -> Result<bool> {
+    match arg.to_ascii_lowercase().as_str() {
+        "" => Ok(!current),
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(Error::invalid_input(format!(
+            "{command} takes on or off, not '{other}'"
+        ))),
+    }
+}
+
 fn print_error(e: &Error) {
     eprintln!("Error: {}", one_line(&e.to_string()));
 }
@@ -789,6 +917,8 @@ fn run(args: Args) -> Result<ExitCode> {
         timing: true,
         spinner: std::io::stderr().is_terminal(),
         interactive: interactive_mode,
+        output: None,
+        expanded: false,
     };
     if let (true, Some(store)) = (args.demo, store) {
         let start = Instant::now();
@@ -814,9 +944,24 @@ fn run(args: Args) -> Result<ExitCode> {
             );
         }
     }
+    // start-up files: -r, or ~/.fluss-sqlrc for an interactive shell
+    let rc = match (&args.rc[..], shell.interactive) {
+        ([], true) => default_rc().into_iter().collect(),
+        (files, _) => files.to_vec(),
+    };
+    for file in &rc {
+        match shell.run_file(file) {
+            Ok(true) => {}
+            Ok(false) => return Ok(ExitCode::SUCCESS),
+            Err(e) => {
+                print_error(&e);
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
     if !shell.interactive {
         for command in &args.command {
-            match shell.run_script(command) {
+            match shell.run_script(command, None) {
                 Ok(true) => {}
                 Ok(false) => return Ok(ExitCode::SUCCESS),
                 Err(e) => {
@@ -826,9 +971,7 @@ fn run(args: Args) -> Result<ExitCode> {
             }
         }
         for file in &args.file {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| Error::from(e).with_context("file", file.display()))?;
-            match shell.run_script(&text) {
+            match shell.run_file(file) {
                 Ok(true) => {}
                 Ok(false) => return Ok(ExitCode::SUCCESS),
                 Err(e) => {
@@ -841,7 +984,7 @@ fn run(args: Args) -> Result<ExitCode> {
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
                 .map_err(|e| Error::from(e).with_context("file", "<stdin>"))?;
-            if let Err(e) = shell.run_script(&text) {
+            if let Err(e) = shell.run_script(&text, None) {
                 print_error(&e);
                 return Ok(ExitCode::FAILURE);
             }

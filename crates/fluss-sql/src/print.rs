@@ -26,6 +26,11 @@ pub enum PrintFormat {
     Json,
     /// One JSON object per line.
     NdJson,
+    /// datafusion-cli's default: a table for bounded results (which every result
+    /// here is; datafusion-cli streams unbounded ones).
+    Automatic,
+    /// One block per row, a line per column (psql's `\x`).
+    Expanded,
 }
 
 impl FromStr for PrintFormat {
@@ -37,9 +42,11 @@ impl FromStr for PrintFormat {
             "csv" => Ok(Self::Csv),
             "tsv" => Ok(Self::Tsv),
             "json" => Ok(Self::Json),
-            "ndjson" => Ok(Self::NdJson),
+            "ndjson" | "nd-json" => Ok(Self::NdJson),
+            "automatic" => Ok(Self::Automatic),
+            "expanded" => Ok(Self::Expanded),
             other => Err(Error::invalid_input(format!(
-                "unknown format '{other}' (table, csv, tsv, json, ndjson)"
+                "unknown format '{other}' (table, csv, tsv, json, ndjson, automatic, expanded)"
             ))),
         }
     }
@@ -53,6 +60,8 @@ impl fmt::Display for PrintFormat {
             Self::Tsv => "tsv",
             Self::Json => "json",
             Self::NdJson => "ndjson",
+            Self::Automatic => "automatic",
+            Self::Expanded => "expanded",
         })
     }
 }
@@ -84,7 +93,19 @@ pub fn format_batches(
     let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let mut out = Vec::<u8>::new();
     match format {
-        PrintFormat::Table => {
+        PrintFormat::Expanded => {
+            let shown = match max_rows {
+                Some(n) if n < total => head(batches, n),
+                _ => batches.to_vec(),
+            };
+            out.extend_from_slice(expanded(schema, &shown)?.as_bytes());
+            if let Some(n) = max_rows.filter(|n| *n < total) {
+                out.extend_from_slice(
+                    format!("({n} of {total} rows shown; use --maxrows to see more)\n").as_bytes(),
+                );
+            }
+        }
+        PrintFormat::Table | PrintFormat::Automatic => {
             let shown = match max_rows {
                 Some(n) if n < total => head(batches, n),
                 _ => batches.to_vec(),
@@ -138,6 +159,42 @@ pub fn format_batches(
     String::from_utf8(out).map_err(|e| Error::internal("output is not UTF-8").with_source(e))
 }
 
+/// psql's expanded display: `-[ RECORD n ]-` then `column | value` per column.
+fn expanded(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<String> {
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let width = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().chars().count())
+        .max()
+        .unwrap_or(0);
+    let options = FormatOptions::default().with_null("NULL");
+    let mut text = String::new();
+    let mut record = 0;
+    for batch in batches {
+        let formatters = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        for row in 0..batch.num_rows() {
+            record += 1;
+            text.push_str(&format!("-[ RECORD {record} ]-\n"));
+            for (field, formatter) in schema.fields().iter().zip(&formatters) {
+                text.push_str(&format!(
+                    "{:width$} | {}\n",
+                    field.name(),
+                    formatter.value(row)
+                ));
+            }
+        }
+    }
+    if record == 0 {
+        text.push_str("(0 rows)\n");
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -167,5 +224,17 @@ mod tests {
         );
         let t = format_batches(PrintFormat::Table, &schema, &b, Some(1)).unwrap();
         assert!(t.contains("(1 of 2 rows shown"), "{t}");
+        assert_eq!(
+            format_batches(PrintFormat::Expanded, &schema, &b, None).unwrap(),
+            "-[ RECORD 1 ]-\na | 1\n-[ RECORD 2 ]-\na | 2\n"
+        );
+        assert_eq!(
+            "nd-json".parse::<PrintFormat>().unwrap(),
+            PrintFormat::NdJson
+        );
+        assert_eq!(
+            "automatic".parse::<PrintFormat>().unwrap(),
+            PrintFormat::Automatic
+        );
     }
 }

@@ -566,3 +566,120 @@ fn a_cluster_answers_as_the_store_does() {
     }
     drop(server);
 }
+
+#[test]
+fn script_errors_name_the_file_and_line() {
+    let store = small_store();
+    let script = store.path().join("load.sql");
+    std::fs::write(
+        &script,
+        "SELECT 1;\n\nSELECT\n  nope\nFROM items;\nSELECT 2;\n",
+    )
+    .unwrap();
+    let r = run(store.path(), &["-q", "-f", script.to_str().unwrap()]);
+    let line = assert_one_line_error(&r);
+    assert!(
+        line.contains(&format!("file: {}, line: 3", script.display())),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let store = small_store();
+    let mut child = Command::new(BIN)
+        .arg("--store")
+        .arg(store.path())
+        .args(["-q", "--format", "csv", "-c"])
+        .arg("SELECT * FROM generate_series(1, 2000000)")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // read a little, then close the pipe, as `| head -1` does
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_exact(&mut first)
+        .expect("read");
+    let output = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn datafusion_cli_format_names_and_unlimited_plans() {
+    let store = small_store();
+    for (format, expected) in [("nd-json", "{\"id\":1}\n"), ("automatic", "| 1  |")] {
+        let r = run(
+            store.path(),
+            &[
+                "-q",
+                "--format",
+                format,
+                "-c",
+                "SELECT id FROM items WHERE id = 1",
+            ],
+        );
+        assert!(
+            r.ok && r.stdout.contains(expected),
+            "{format}: {}",
+            r.stdout
+        );
+    }
+    // --maxrows limits results, never a plan or \d
+    let r = run(
+        store.path(),
+        &["-q", "--maxrows", "1", "-c", "EXPLAIN SELECT * FROM items"],
+    );
+    assert!(r.ok && r.stdout.contains("physical_plan"), "{}", r.stdout);
+    assert!(!r.stdout.contains("rows shown"), "{}", r.stdout);
+    let r = run(store.path(), &["-q", "--maxrows", "1", "-c", "\\d"]);
+    assert!(
+        r.stdout.contains("items") && r.stdout.contains("events"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn meta_commands_and_start_up_files() {
+    let store = small_store();
+    let out = store.path().join("out.csv");
+    let rc = store.path().join("rc.sql");
+    std::fs::write(&rc, "\\pset format csv\n").unwrap();
+    let included = store.path().join("more.sql");
+    std::fs::write(&included, "SELECT 'included' AS what;\n").unwrap();
+    let script = format!(
+        "SELECT 1 AS a;\n\\x\nSELECT 2 AS b, 3 AS c;\n\\x off\n\\o {}\nSELECT 4 AS d;\n\\o\n\
+         \\i {}\n\\timing off\n\\quiet on\n\\h abs\n",
+        out.display(),
+        included.display()
+    );
+    let file = store.path().join("script.sql");
+    std::fs::write(&file, script).unwrap();
+    let r = run(
+        store.path(),
+        &["-r", rc.to_str().unwrap(), "-f", file.to_str().unwrap()],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    // csv from the start-up file, then expanded rows, then csv again
+    assert!(r.stdout.starts_with("a\n1\n"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("-[ RECORD 1 ]-\nb | 2\nc | 3\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("what\nincluded\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("function_name"), "{}", r.stdout);
+    assert!(!r.stdout.contains("d\n4"), "{}", r.stdout);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "d\n4\n");
+    assert!(r.stderr.contains("Timing is off."), "{}", r.stderr);
+    let r = run(store.path(), &["-q", "-c", "\\timing maybe"]);
+    assert!(assert_one_line_error(&r).contains("takes on or off"));
+}
