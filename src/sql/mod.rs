@@ -29,6 +29,7 @@ mod describe;
 mod dml;
 mod error;
 pub(crate) mod parse;
+mod show_create;
 pub(crate) mod statement;
 
 pub use describe::{describe_table, list_tables};
@@ -49,7 +50,7 @@ use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
 use crate::provider::{FlussCatalog, FlussOptions, LookupJoinRule, fluss_table_of};
 use crate::source::prefetch::{with_tables_confirmed, with_tables_prefetched};
-use crate::source::{FlussSource, FlussWriter};
+use crate::source::{FlussSource, FlussTable, FlussWriter};
 
 /// The catalog name the session registers the store under.
 pub const CATALOG: &str = "fluss";
@@ -423,6 +424,16 @@ impl FlussSession {
                 }
                 Ok(result)
             }
+            Statement::ShowCreateTable { name, sql } => {
+                match self.fluss_table_named(&name).await? {
+                    Some(table) => Ok(StatementResult::of(show_create::show_create_table(&table)?)),
+                    None => self.query(&sql).await,
+                }
+            }
+            Statement::Describe { name, sql } => match self.fluss_table_named(&name).await? {
+                Some(table) => Ok(StatementResult::of(show_create::describe_columns(&table)?)),
+                None => self.query(&sql).await,
+            },
             Statement::ShowCatalogs => {
                 let mut names = self.ctx.catalog_names();
                 names.sort();
@@ -501,6 +512,22 @@ impl FlussSession {
             batches,
             notice: None,
         })
+    }
+
+    /// The Fluss table `name` names, or `None` when it names something else (a
+    /// virtual table, an external table or view of the session, nothing).
+    async fn fluss_table_named(&self, name: &[String]) -> Result<Option<FlussTable>> {
+        if name.iter().any(|part| part.contains('$')) {
+            return Ok(None);
+        }
+        let Ok(path) = self.table_path(name) else {
+            return Ok(None);
+        };
+        match self.source.get_table(&path).await {
+            Ok(table) => Ok(Some(table)),
+            Err(e) if e.kind() == crate::error::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The damage of the first of `tables` whose metadata cannot be read, if any.

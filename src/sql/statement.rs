@@ -62,6 +62,22 @@ pub enum Statement {
     ShowDatabases,
     /// `SHOW CATALOGS` (Flink SQL).
     ShowCatalogs,
+    /// `SHOW CREATE TABLE name`: Fluss DDL for a Fluss table, DataFusion's answer for
+    /// anything else (`sql`).
+    ShowCreateTable {
+        /// Table name as written.
+        name: Vec<String>,
+        /// The statement, for DataFusion.
+        sql: String,
+    },
+    /// `DESCRIBE|DESC name`: Fluss types and keys for a Fluss table, DataFusion's
+    /// answer for anything else (`sql`).
+    Describe {
+        /// Table name as written.
+        name: Vec<String>,
+        /// The statement, for DataFusion.
+        sql: String,
+    },
     /// `SHOW TABLES FROM|IN database` (Flink SQL; a plain `SHOW TABLES` is DataFusion's).
     ShowTablesOf {
         /// Database name as written.
@@ -250,6 +266,35 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
         let database = c.object_name()?;
         c.expect_end()?;
         return Ok(Statement::Use { database });
+    }
+    if c.peek_keyword("show")
+        && is_keyword(&c.peek_nth(1), "create")
+        && is_keyword(&c.peek_nth(2), "table")
+    {
+        c.next_token();
+        c.next_token();
+        c.next_token();
+        let name = c.object_name()?;
+        c.expect_end()?;
+        return Ok(Statement::ShowCreateTable {
+            name,
+            sql: sql.trim().trim_end_matches(';').to_string(),
+        });
+    }
+    if (c.peek_keyword("describe") || c.peek_keyword("desc"))
+        && !matches!(c.peek_nth(1), Token::LParen)
+        && !is_keyword(&c.peek_nth(1), "select")
+    {
+        let mut probe = c.clone();
+        probe.next_token();
+        if let Ok(name) = probe.object_name()
+            && probe.expect_end().is_ok()
+        {
+            return Ok(Statement::Describe {
+                name,
+                sql: sql.trim().trim_end_matches(';').to_string(),
+            });
+        }
     }
     if c.peek_keyword("show") && is_keyword(&c.peek_nth(1), "catalogs") {
         c.next_token();

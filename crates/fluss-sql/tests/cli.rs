@@ -683,3 +683,44 @@ fn meta_commands_and_start_up_files() {
     let r = run(store.path(), &["-q", "-c", "\\timing maybe"]);
     assert!(assert_one_line_error(&r).contains("takes on or off"));
 }
+
+/// `SHOW CREATE TABLE` prints Fluss DDL that creates the same table again: run it
+/// after a DROP, and SHOW CREATE TABLE prints the same text.
+#[test]
+fn show_create_table_round_trips() {
+    let store = tempfile::tempdir().expect("temp dir");
+    sql(
+        store.path(),
+        "CREATE TABLE orders (o_id BIGINT, \"Cust\" BIGINT NOT NULL COMMENT 'the buyer''s id', \
+           price DECIMAL(15, 2), ts TIMESTAMP_LTZ(3), dt STRING, \
+           PRIMARY KEY (o_id, dt) NOT ENFORCED) COMMENT 'all orders' PARTITIONED BY (dt) \
+         WITH ('bucket.num' = '4', 'bucket.key' = 'o_id', 'table.datalake.enabled' = 'true', \
+           'table.log.ttl' = '7 d')",
+    );
+    let show = |store: &Path| {
+        let r = run(
+            store,
+            &["-q", "--format", "json", "-c", "SHOW CREATE TABLE orders"],
+        );
+        assert!(r.ok, "{}", r.stderr);
+        let rows: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+        rows[0]["create_statement"]
+            .as_str()
+            .expect("a statement")
+            .to_string()
+    };
+    let ddl = show(store.path());
+    for expected in [
+        "CREATE TABLE fluss.orders (\n  o_id BIGINT NOT NULL,",
+        "\"Cust\" BIGINT NOT NULL COMMENT 'the buyer''s id',",
+        "  price DECIMAL(15, 2),\n  ts TIMESTAMP_LTZ(3),",
+        "PRIMARY KEY (o_id, dt) NOT ENFORCED\n)",
+        "COMMENT 'all orders'\nPARTITIONED BY (dt)\nWITH (\n  'bucket.num' = '4',",
+        "'table.log.ttl' = '7 d'",
+    ] {
+        assert!(ddl.contains(expected), "{expected:?} in\n{ddl}");
+    }
+    sql(store.path(), "DROP TABLE orders");
+    sql(store.path(), &ddl);
+    assert_eq!(show(store.path()), ddl);
+}
