@@ -18,7 +18,7 @@ use fluss::metadata::{
     TimestampType,
 };
 
-use super::parse::Cursor;
+use super::parse::{Cursor, is_keyword};
 use crate::error::{Error, Result};
 
 /// A parsed `CREATE TABLE`.
@@ -38,6 +38,9 @@ pub struct CreateTable {
     pub options: Vec<(String, String)>,
     /// `COMMENT`.
     pub comment: Option<String>,
+    /// `LIKE source`: the table copies the source's columns, keys, partitions,
+    /// buckets and options; its own `WITH` options and `COMMENT` win.
+    pub like: Option<Vec<String>>,
 }
 
 /// A parsed `CREATE DATABASE`.
@@ -94,8 +97,48 @@ pub fn parse_create_table(c: &mut Cursor) -> Result<CreateTable> {
         partition_keys: Vec::new(),
         options: Vec::new(),
         comment: None,
+        like: None,
     };
-    c.expect(&Token::LParen)?;
+    // `CREATE TABLE t LIKE s` and `CREATE TABLE t (LIKE s)`
+    if c.eat_keyword("like") {
+        spec.like = Some(c.object_name()?);
+        parse_table_clauses(c, &mut spec)?;
+        c.expect_end()?;
+        return Ok(spec);
+    }
+    if matches!(c.peek(), Token::LParen) && is_keyword(&c.peek_nth(1), "like") {
+        c.next_token();
+        c.next_token();
+        spec.like = Some(c.object_name()?);
+        c.expect(&Token::RParen)?;
+        parse_table_clauses(c, &mut spec)?;
+        c.expect_end()?;
+        return Ok(spec);
+    }
+    // Flink's `CREATE TABLE t WITH (...) LIKE s` lists no columns
+    let has_columns = c.eat(&Token::LParen);
+    if has_columns {
+        parse_columns(c, &mut spec)?;
+    }
+    parse_table_clauses(c, &mut spec)?;
+    if !has_columns && !c.peek_keyword("like") {
+        return Err(c.unexpected("'(' and the table's columns"));
+    }
+    // Flink's `CREATE TABLE t WITH (...) LIKE s`: the columns come from s alone here
+    if c.eat_keyword("like") {
+        if !spec.columns.is_empty() || spec.primary_key.is_some() {
+            return Err(Error::unsupported(
+                "CREATE TABLE ... LIKE takes its columns from the source table: list none",
+            ));
+        }
+        spec.like = Some(c.object_name()?);
+    }
+    c.expect_end()?;
+    Ok(spec)
+}
+
+/// The columns and constraints of a `CREATE TABLE`, after its `(`, through `)`.
+fn parse_columns(c: &mut Cursor, spec: &mut CreateTable) -> Result<()> {
     loop {
         if c.eat_keyword("constraint") {
             c.ident()?;
@@ -103,16 +146,18 @@ pub fn parse_create_table(c: &mut Cursor) -> Result<CreateTable> {
         if c.eat_keywords(&["primary", "key"]) {
             let columns = c.ident_list()?;
             c.eat_keywords(&["not", "enforced"]);
-            set_primary_key(&mut spec, columns)?;
+            set_primary_key(spec, columns)?;
         } else {
-            parse_column(c, &mut spec)?;
+            parse_column(c, spec)?;
         }
-        if c.eat(&Token::Comma) {
-            continue;
+        if !c.eat(&Token::Comma) {
+            return c.expect(&Token::RParen);
         }
-        c.expect(&Token::RParen)?;
-        break;
     }
+}
+
+/// `COMMENT`, `PARTITIONED BY` and `WITH (...)` after a table's columns, in any order.
+fn parse_table_clauses(c: &mut Cursor, spec: &mut CreateTable) -> Result<()> {
     loop {
         if c.eat_keyword("comment") {
             spec.comment = Some(c.string()?);
@@ -134,8 +179,35 @@ pub fn parse_create_table(c: &mut Cursor) -> Result<CreateTable> {
             break;
         }
     }
-    c.expect_end()?;
-    Ok(spec)
+    Ok(())
+}
+
+/// `spec` (a `CREATE TABLE t LIKE source`) with `source`'s columns, keys,
+/// partitions, buckets and options; `spec`'s own options and comment win.
+pub fn like(spec: CreateTable, source: &crate::source::FlussTable) -> Result<CreateTable> {
+    if spec.like.is_some() && !spec.partition_keys.is_empty() {
+        return Err(Error::unsupported(
+            "CREATE TABLE ... LIKE takes its partitions from the source table",
+        ));
+    }
+    // the source's own DDL, as SHOW CREATE TABLE prints it
+    let ddl = super::show_create::create_table_ddl(source);
+    let mut c = Cursor::new(&ddl)?;
+    c.expect_keyword("create")?;
+    c.expect_keyword("table")?;
+    let mut table = parse_create_table(&mut c)?;
+    table.name = spec.name;
+    table.if_not_exists = spec.if_not_exists;
+    if spec.comment.is_some() {
+        table.comment = spec.comment;
+    }
+    for (key, value) in spec.options {
+        match table.options.iter_mut().find(|(k, _)| *k == key) {
+            Some(kept) => kept.1 = value,
+            None => table.options.push((key, value)),
+        }
+    }
+    Ok(table)
 }
 
 fn set_primary_key(spec: &mut CreateTable, columns: Vec<String>) -> Result<()> {

@@ -320,7 +320,11 @@ impl FlussSession {
                     .await?;
                 Ok(StatementResult::empty())
             }
-            Statement::CreateTable(spec) => {
+            Statement::CreateTable(mut spec) => {
+                if let Some(source) = spec.like.clone() {
+                    let source = self.source.get_table(&self.table_path(&source)?).await?;
+                    spec = ddl::like(spec, &source)?;
+                }
                 let path = self.table_path(&spec.name)?;
                 let descriptor = ddl::descriptor(&spec)?;
                 self.writer("CREATE TABLE")?
