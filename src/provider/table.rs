@@ -913,6 +913,22 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             .collect())
     }
 
+    /// Refused, as Fluss's own connectors refuse it (its Flink sink offers no
+    /// truncation): a log is only ever appended to.
+    async fn truncate(&self, _state: &dyn Session) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let path = &self.table.path;
+        let remedy = if self.table.info.has_primary_key() {
+            format!("DELETE FROM {path} removes every row; ")
+        } else {
+            String::new()
+        };
+        Err(Error::unsupported(format!(
+            "TRUNCATE TABLE is not supported for Fluss table {path}, as in Fluss itself: \
+             {remedy}DROP TABLE, then CREATE TABLE ... LIKE, makes an empty table"
+        ))
+        .into())
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,

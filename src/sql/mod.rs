@@ -377,13 +377,13 @@ impl FlussSession {
                 columns,
                 source,
             } => {
-                let path = self.table_path(&table)?;
+                let path = self.write_target(&table)?;
                 dml::insert(self, &path, columns, &source)
                     .await
                     .map(StatementResult::of)
             }
             Statement::Delete { table, predicate } => {
-                let path = self.table_path(&table)?;
+                let path = self.write_target(&table)?;
                 dml::delete(self, &path, predicate.as_deref())
                     .await
                     .map(StatementResult::of)
@@ -516,6 +516,18 @@ impl FlussSession {
             batches,
             notice: None,
         })
+    }
+
+    /// The table a write statement names: a Fluss table, never one of its virtual
+    /// tables (`t$lake`, `t$changelog`), which are read-only.
+    fn write_target(&self, name: &[String]) -> Result<TablePath> {
+        if let Some((base, kind)) = name.last().and_then(|t| t.split_once('$')) {
+            return Err(Error::invalid_input(format!(
+                "'{}' is a read-only virtual table (${kind} of '{base}'): write to '{base}'",
+                name.join(".")
+            )));
+        }
+        self.table_path(name)
     }
 
     /// The Fluss table `name` names, or `None` when it names something else (a
