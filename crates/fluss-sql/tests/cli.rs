@@ -724,3 +724,43 @@ fn show_create_table_round_trips() {
     sql(store.path(), &ddl);
     assert_eq!(show(store.path()), ddl);
 }
+
+/// The README's SQL block runs as it is, in a fresh folder (its relative file names
+/// land there).
+#[test]
+fn the_readme_sql_block_runs_verbatim() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README");
+    let start = readme
+        .find("SQL specific to Fluss tables")
+        .and_then(|i| {
+            readme[i..]
+                .find("```sql\n")
+                .map(|j| i + j + "```sql\n".len())
+        })
+        .expect("the README's SQL block");
+    let block = &readme[start..start + readme[start..].find("```").expect("its end")];
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("block.sql");
+    std::fs::write(&file, block).unwrap();
+    let output = Command::new(BIN)
+        .current_dir(dir.path())
+        .args([
+            "--store",
+            "./fluss-data",
+            "--create",
+            "-q",
+            "--format",
+            "csv",
+            "-f",
+        ])
+        .arg(&file)
+        .env("FLUSS_SQL_HISTORY", dir.path().join("history"))
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    assert!(stdout.contains("name,tag\na,vip\n"), "{stdout}");
+    assert!(dir.path().join("users.parquet").exists());
+}
