@@ -1,5 +1,5 @@
 //! DML on the LocalStore: `INSERT` (append to log tables, upsert into primary-key
-//! tables), `DELETE` (primary-key tables) and `CALL tier(...)`.
+//! tables), `UPDATE` and `DELETE` (primary-key tables) and `CALL tier(...)`.
 //!
 //! The rows to write are planned by DataFusion, whose scans pin their cut at
 //! planning, so `INSERT INTO t SELECT ... FROM t` reads the table as it was before
@@ -127,6 +127,96 @@ pub async fn insert(
         )
         .await?;
     count_batch(written.rows)
+}
+
+/// `UPDATE t [AS a] SET c = expr, ... [WHERE predicate]` on a primary-key table: a
+/// Fluss partial update of the SET columns of the rows the predicate selects (the
+/// other columns keep their values), returning the rows updated.
+///
+/// The rows are selected by a query DataFusion plans as any other, so a subquery in
+/// the predicate is planned, never dropped (DataFusion 55's own UPDATE passes a
+/// provider only the filters it finds on the target table: apache/datafusion #24654).
+pub async fn update(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
+    use datafusion::sql::sqlparser::ast;
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    let statements = Parser::parse_sql(&GenericDialect {}, sql)
+        .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))?;
+    let [ast::Statement::Update(update)] = statements.as_slice() else {
+        return Err(Error::invalid_input("expected one UPDATE statement"));
+    };
+    if update.from.is_some() || !update.table.joins.is_empty() {
+        return Err(Error::unsupported(
+            "UPDATE ... FROM is not supported: write the new values with INSERT INTO t \
+             (key columns, columns) SELECT ..., which updates those columns only",
+        ));
+    }
+    if update.returning.is_some() || update.limit.is_some() || !update.order_by.is_empty() {
+        return Err(Error::unsupported(
+            "UPDATE takes SET and WHERE only (no RETURNING, ORDER BY or LIMIT)",
+        ));
+    }
+    let ast::TableFactor::Table { name, alias, .. } = &update.table.relation else {
+        return Err(Error::unsupported("UPDATE needs a table name"));
+    };
+    let parts = name
+        .0
+        .iter()
+        .map(|part| part.as_ident().map(normalized))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Error::invalid_input(format!("'{name}' is not a table name")))?;
+    let path = session.write_target(&parts)?;
+    let table = session.source().get_table(&path).await?;
+    if !table.info.has_primary_key() {
+        return Err(Error::invalid_input(format!(
+            "UPDATE needs a primary-key table; '{path}' is a log table (append only)"
+        )));
+    }
+    let keys = table.info.get_primary_keys();
+    let mut columns: Vec<String> = keys.clone();
+    let mut values: Vec<String> = keys.iter().map(|k| quote_ident(k)).collect();
+    for assignment in &update.assignments {
+        let ast::AssignmentTarget::ColumnName(target) = &assignment.target else {
+            return Err(Error::unsupported(
+                "UPDATE SET (a, b) = ... is not supported: set each column",
+            ));
+        };
+        let column = target
+            .0
+            .last()
+            .and_then(|part| part.as_ident().map(normalized))
+            .ok_or_else(|| Error::invalid_input(format!("'{target}' is not a column")))?;
+        if keys.contains(&column) {
+            return Err(Error::invalid_input(format!(
+                "UPDATE cannot change primary key column '{column}' of '{path}' (DELETE the \
+                 row and INSERT it under the new key)"
+            )));
+        }
+        if columns.contains(&column) {
+            return Err(Error::invalid_input(format!(
+                "column '{column}' is set twice in the UPDATE of '{path}'"
+            )));
+        }
+        columns.push(column);
+        values.push(assignment.value.to_string());
+    }
+    let mut select = format!("SELECT {} FROM {}", values.join(", "), qualified(&path));
+    if let Some(alias) = alias {
+        select.push_str(&format!(" AS {}", alias.name));
+    }
+    if let Some(selection) = &update.selection {
+        select.push_str(&format!(" WHERE {selection}"));
+    }
+    insert(session, &path, Some(columns), &select).await
+}
+
+/// An identifier as DataFusion resolves it: unquoted ones in lower case.
+fn normalized(ident: &datafusion::sql::sqlparser::ast::Ident) -> String {
+    match ident.quote_style {
+        Some(_) => ident.value.clone(),
+        None => ident.value.to_lowercase(),
+    }
 }
 
 /// `DELETE FROM path [WHERE predicate]` on a primary-key table: the matching keys are

@@ -388,6 +388,7 @@ impl FlussSession {
                     .await
                     .map(StatementResult::of)
             }
+            Statement::Update { sql } => dml::update(self, &sql).await.map(StatementResult::of),
             Statement::Call { procedure, args } => dml::call(self, &procedure, &args)
                 .await
                 .map(StatementResult::of),
@@ -520,7 +521,7 @@ impl FlussSession {
 
     /// The table a write statement names: a Fluss table, never one of its virtual
     /// tables (`t$lake`, `t$changelog`), which are read-only.
-    fn write_target(&self, name: &[String]) -> Result<TablePath> {
+    pub(crate) fn write_target(&self, name: &[String]) -> Result<TablePath> {
         if let Some((base, kind)) = name.last().and_then(|t| t.split_once('$')) {
             return Err(Error::invalid_input(format!(
                 "'{}' is a read-only virtual table (${kind} of '{base}'): write to '{base}'",

@@ -46,6 +46,12 @@ pub enum Statement {
         /// The predicate text.
         predicate: Option<String>,
     },
+    /// `UPDATE t SET c = expr, ... [WHERE predicate]`: the whole statement, parsed by
+    /// [`super::dml::update`].
+    Update {
+        /// The statement as written.
+        sql: String,
+    },
     /// `CALL procedure('arg', ...)`.
     Call {
         /// Procedure name as written.
@@ -239,6 +245,11 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
             None
         };
         return Ok(Statement::Delete { table, predicate });
+    }
+    if c.peek_keyword("update") {
+        return Ok(Statement::Update {
+            sql: sql.trim().trim_end_matches(';').to_string(),
+        });
     }
     if c.eat_keyword("call") {
         let procedure = c.object_name()?;

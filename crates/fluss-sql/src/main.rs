@@ -214,6 +214,7 @@ SQL (end statements with ';'):
       [PARTITIONED BY (..)] WITH ('bucket.num' = '4', 'table.datalake.enabled' = 'true')
   DROP TABLE [IF EXISTS] t                  USE db        SHOW DATABASES
   INSERT INTO t [(cols)] VALUES ... | SELECT ...     (append to log tables, upsert into PK tables)
+  UPDATE t SET c = ... [WHERE ...]                   (primary-key tables: a partial update)
   DELETE FROM t [WHERE ...]                          (primary-key tables)
   CALL fluss.tier('db.t')                            (tier the log tail into the lake)
   SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)"#;
