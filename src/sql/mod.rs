@@ -31,6 +31,7 @@ mod error;
 pub(crate) mod parse;
 mod show_create;
 pub(crate) mod statement;
+mod suggest;
 
 pub use describe::{describe_table, list_tables};
 pub use error::one_line;
@@ -394,8 +395,14 @@ impl FlussSession {
                 .map(StatementResult::of),
             Statement::Use { database } => {
                 let db = database_name(&database)?;
-                if !self.source.list_databases().await?.contains(&db) {
-                    return Err(Error::not_found(format!("database '{db}' does not exist")));
+                let databases = self.source.list_databases().await?;
+                if !databases.contains(&db) {
+                    let hint = suggest::closest(&db, databases.iter().map(String::as_str))
+                        .map(|best| format!("; did you mean '{best}'?"))
+                        .unwrap_or_default();
+                    return Err(Error::not_found(format!(
+                        "database '{db}' does not exist{hint}"
+                    )));
                 }
                 let state = self.ctx.state_ref();
                 let mut state = state.write();
@@ -509,8 +516,14 @@ impl FlussSession {
         };
         let (schema, batches) = match outcome {
             Ok(rows) => rows,
-            // `SELECT c FROM t` with t damaged fails planning ("no field c"): name why
-            Err(e) => return Err(self.damage_among(&tables).await.unwrap_or(e)),
+            // `SELECT c FROM t` with t damaged fails planning ("no field c"): name why;
+            // a mistyped table or database name gets the closest existing one
+            Err(e) => {
+                if let Some(damage) = self.damage_among(&tables).await {
+                    return Err(damage);
+                }
+                return Err(self.missing_among(&tables).await.unwrap_or(e));
+            }
         };
         Ok(StatementResult {
             schema,
@@ -545,6 +558,33 @@ impl FlussSession {
             Err(e) if e.kind() == crate::error::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// For the first of `tables` that does not exist: a not-found error suggesting the
+    /// closest existing database or table name, when one is close enough.
+    async fn missing_among(&self, tables: &[TablePath]) -> Option<Error> {
+        let databases = self.source.list_databases().await.ok()?;
+        for path in tables {
+            let (db, table) = (path.database(), path.table());
+            if !databases.iter().any(|d| d == db) {
+                let best = suggest::closest(db, databases.iter().map(String::as_str))?;
+                return Some(Error::not_found(format!(
+                    "database '{db}' does not exist; did you mean '{best}'?"
+                )));
+            }
+            let names =
+                datafusion::catalog::CatalogProvider::schema(&self.catalog, db)?.table_names();
+            let base = table.split_once('$').map_or(table, |(b, _)| b);
+            if names.iter().any(|n| n == base) {
+                continue;
+            }
+            let best = suggest::closest(base, names.iter().map(String::as_str))?;
+            let suffix = table.strip_prefix(base).unwrap_or_default();
+            return Some(Error::not_found(format!(
+                "table '{db}.{table}' not found; did you mean '{db}.{best}{suffix}'?"
+            )));
+        }
+        None
     }
 
     /// The damage of the first of `tables` whose metadata cannot be read, if any.
