@@ -40,22 +40,53 @@ fn lake_name(table: &FlussTable) -> String {
         .map_or_else(|| "-".to_string(), |f| f.to_string().to_lowercase())
 }
 
-/// `\d`: one row per table of every database (databases without tables get a row
-/// with an empty table name).
+/// One row of `\d`.
+#[derive(Default)]
+struct Listed {
+    database: String,
+    table: String,
+    kind: String,
+    buckets: Option<i64>,
+    partitioned_by: String,
+    lake: String,
+    lake_snapshot: Option<i64>,
+    virtual_tables: String,
+}
+
+/// The virtual tables a Fluss table offers (`t$changelog`, and `t$lake`,
+/// `t$lake$snapshots` with a lake).
+fn virtual_tables(table: &FlussTable) -> String {
+    let name = table.path.table();
+    let mut names = vec![format!("{name}$changelog")];
+    if table.lake_format().is_some() {
+        names.push(format!("{name}$lake"));
+        names.push(format!("{name}$lake$snapshots"));
+    }
+    names.join(", ")
+}
+
+/// `\d`: one row per table of every database: Fluss tables with their virtual
+/// tables, then the session's views and external tables (databases without tables
+/// get a row with an empty table name).
 pub async fn list_tables(session: &FlussSession) -> Result<RecordBatch> {
     let store = session.source();
-    let mut cols: [Vec<String>; 5] = Default::default();
-    let mut buckets = Vec::new();
-    let mut snapshots = Vec::new();
+    let catalog = session.context().catalog(super::CATALOG);
+    let mut rows = Vec::new();
     for db in store.list_databases().await? {
         let tables = store.list_tables(&db).await?;
-        if tables.is_empty() {
-            cols[0].push(db.clone());
-            for c in cols.iter_mut().skip(1) {
-                c.push(String::new());
-            }
-            buckets.push(None);
-            snapshots.push(None);
+        let schema = catalog.as_ref().and_then(|c| c.schema(&db));
+        let session_tables: Vec<String> = schema
+            .as_ref()
+            .map(|s| s.table_names())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| !tables.contains(t))
+            .collect();
+        if tables.is_empty() && session_tables.is_empty() {
+            rows.push(Listed {
+                database: db.clone(),
+                ..Default::default()
+            });
         }
         for name in tables {
             let path = fluss::metadata::TablePath::new(db.as_str(), name.as_str());
@@ -63,36 +94,68 @@ pub async fn list_tables(session: &FlussSession) -> Result<RecordBatch> {
                 Ok(table) => table,
                 // listed as damaged, not failing the listing (SELECT says why)
                 Err(e) if e.kind() == ErrorKind::DataInvalid => {
-                    cols[0].push(db.clone());
-                    cols[1].push(name);
-                    cols[2].push("damaged".to_string());
-                    cols[3].push(String::new());
-                    cols[4].push("-".to_string());
-                    buckets.push(None);
-                    snapshots.push(None);
+                    rows.push(Listed {
+                        database: db.clone(),
+                        table: name,
+                        kind: "damaged".to_string(),
+                        lake: "-".to_string(),
+                        ..Default::default()
+                    });
                     continue;
                 }
                 Err(e) => return Err(e),
             };
             let snapshot = store.readable_lake_snapshot(&table).await?;
-            cols[0].push(db.clone());
-            cols[1].push(name);
-            cols[2].push(kind(&table).to_string());
-            cols[3].push(table.info.get_partition_keys().join(", "));
-            cols[4].push(lake_name(&table));
-            buckets.push(Some(i64::from(table.info.get_num_buckets())));
-            snapshots.push(snapshot.map(|s| s.snapshot_id));
+            rows.push(Listed {
+                database: db.clone(),
+                kind: kind(&table).to_string(),
+                buckets: Some(i64::from(table.info.get_num_buckets())),
+                partitioned_by: table.info.get_partition_keys().join(", "),
+                lake: lake_name(&table),
+                lake_snapshot: snapshot.map(|s| s.snapshot_id),
+                virtual_tables: virtual_tables(&table),
+                table: name,
+            });
+        }
+        for name in session_tables {
+            let provider = match &schema {
+                Some(schema) => schema.table(&name).await?,
+                None => None,
+            };
+            let kind = match provider.map(|p| p.table_type()) {
+                Some(datafusion::datasource::TableType::View) => "view (this session)",
+                _ => "external table (this session)",
+            };
+            rows.push(Listed {
+                database: db.clone(),
+                table: name,
+                kind: kind.to_string(),
+                lake: "-".to_string(),
+                ..Default::default()
+            });
         }
     }
-    let [database, table, kind, partitioned_by, lake] = cols;
+    let column =
+        |f: fn(&Listed) -> &String| string_column(rows.iter().map(|r| f(r).clone()).collect());
     batch(vec![
-        ("database", string_column(database)),
-        ("table", string_column(table)),
-        ("kind", string_column(kind)),
-        ("buckets", Arc::new(Int64Array::from(buckets))),
-        ("partitioned_by", string_column(partitioned_by)),
-        ("lake", string_column(lake)),
-        ("lake_snapshot", Arc::new(Int64Array::from(snapshots))),
+        ("database", column(|r| &r.database)),
+        ("table", column(|r| &r.table)),
+        ("kind", column(|r| &r.kind)),
+        (
+            "buckets",
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.buckets).collect::<Vec<_>>(),
+            )),
+        ),
+        ("partitioned_by", column(|r| &r.partitioned_by)),
+        ("lake", column(|r| &r.lake)),
+        (
+            "lake_snapshot",
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.lake_snapshot).collect::<Vec<_>>(),
+            )),
+        ),
+        ("virtual_tables", column(|r| &r.virtual_tables)),
     ])
 }
 

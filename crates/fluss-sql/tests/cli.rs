@@ -381,6 +381,31 @@ fn external_tables_and_views_live_beside_fluss_tables() {
         &["-q", "-c", "CREATE VIEW items AS SELECT 1 AS x"],
     );
     assert!(!r.ok && r.stderr.contains("items"), "{}", r.stderr);
+    // \d lists them beside the Fluss tables, and each Fluss table's virtual tables
+    let r = run(
+        store.path(),
+        &[
+            "-q",
+            "--format",
+            "csv",
+            "-c",
+            "CREATE VIEW cheap AS SELECT id FROM items WHERE price < 2",
+            "-c",
+            "\\d",
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("fluss,cheap,view (this session),"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("items$changelog, items$lake, items$lake$snapshots"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
