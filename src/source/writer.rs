@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{BooleanArray, RecordBatch};
 use datafusion::execution::memory_pool::MemoryPool;
 use fluss::metadata::{TableDescriptor, TablePath};
 use futures::stream::BoxStream;
@@ -50,4 +50,19 @@ pub trait FlussWriter: Send + Sync {
 
     /// Tiers the table's log into its lake (one lake snapshot).
     async fn tier(&self, path: &TablePath) -> Result<TieringResult>;
+
+    /// Applies upserts and deletes to a primary-key table as one all-or-nothing
+    /// statement, in row order: `rows` are full rows, and a row whose `deletes` flag is
+    /// set deletes its key instead (`MERGE INTO`). Writers that cannot refuse it.
+    async fn write_changes(
+        &self,
+        path: &TablePath,
+        rows: &RecordBatch,
+        deletes: &BooleanArray,
+    ) -> Result<WriteResult> {
+        let _ = (rows, deletes);
+        Err(crate::error::Error::unsupported(format!(
+            "writing upserts and deletes together into '{path}' is not supported here"
+        )))
+    }
 }

@@ -26,7 +26,7 @@ use datafusion::scalar::ScalarValue;
 use futures::{StreamExt, TryStreamExt};
 
 /// The `count` row DataFusion returns for DML.
-fn count_batch(count: usize) -> Result<RecordBatch> {
+pub(super) fn count_batch(count: usize) -> Result<RecordBatch> {
     let schema = Arc::new(Schema::new(vec![Field::new(
         "count",
         DataType::UInt64,
@@ -212,7 +212,7 @@ pub async fn update(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
 }
 
 /// An identifier as DataFusion resolves it: unquoted ones in lower case.
-fn normalized(ident: &datafusion::sql::sqlparser::ast::Ident) -> String {
+pub(super) fn normalized(ident: &datafusion::sql::sqlparser::ast::Ident) -> String {
     match ident.quote_style {
         Some(_) => ident.value.clone(),
         None => ident.value.to_lowercase(),

@@ -28,6 +28,7 @@ pub(crate) mod ddl;
 mod describe;
 mod dml;
 mod error;
+mod merge;
 pub(crate) mod parse;
 mod show_create;
 pub(crate) mod statement;
@@ -390,6 +391,7 @@ impl FlussSession {
                     .map(StatementResult::of)
             }
             Statement::Update { sql } => dml::update(self, &sql).await.map(StatementResult::of),
+            Statement::Merge { sql } => merge::merge(self, &sql).await.map(StatementResult::of),
             Statement::Call { procedure, args } => dml::call(self, &procedure, &args)
                 .await
                 .map(StatementResult::of),

@@ -52,6 +52,12 @@ pub enum Statement {
         /// The statement as written.
         sql: String,
     },
+    /// `MERGE INTO t USING s ON ... WHEN ...`: the whole statement, parsed by
+    /// [`super::merge::merge`].
+    Merge {
+        /// The statement as written.
+        sql: String,
+    },
     /// `CALL procedure('arg', ...)`.
     Call {
         /// Procedure name as written.
@@ -245,6 +251,11 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
             None
         };
         return Ok(Statement::Delete { table, predicate });
+    }
+    if c.peek_keyword("merge") {
+        return Ok(Statement::Merge {
+            sql: sql.trim().trim_end_matches(';').to_string(),
+        });
     }
     if c.peek_keyword("update") {
         return Ok(Statement::Update {

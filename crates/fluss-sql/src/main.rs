@@ -216,6 +216,7 @@ SQL (end statements with ';'):
   INSERT INTO t [(cols)] VALUES ... | SELECT ...     (append to log tables, upsert into PK tables)
   UPDATE t SET c = ... [WHERE ...]                   (primary-key tables: a partial update)
   DELETE FROM t [WHERE ...]                          (primary-key tables)
+  MERGE INTO t USING s ON ... WHEN [NOT] MATCHED ... (primary-key tables: one statement)
   CALL fluss.tier('db.t')                            (tier the log tail into the lake)
   SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)"#;
 

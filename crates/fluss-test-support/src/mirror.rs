@@ -258,4 +258,15 @@ impl FlussWriter for MirroredSource {
         self.reload().await?;
         r
     }
+
+    async fn write_changes(
+        &self,
+        path: &TablePath,
+        rows: &RecordBatch,
+        deletes: &datafusion::arrow::array::BooleanArray,
+    ) -> Result<WriteResult> {
+        let r = FlussWriter::write_changes(&*self.store, path, rows, deletes).await;
+        self.reload().await?;
+        r
+    }
 }

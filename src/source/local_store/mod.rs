@@ -605,6 +605,15 @@ impl FlussWriter for LocalStore {
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         crate::lake::tiering::tier(self, path).await
     }
+
+    async fn write_changes(
+        &self,
+        path: &TablePath,
+        rows: &datafusion::arrow::array::RecordBatch,
+        deletes: &datafusion::arrow::array::BooleanArray,
+    ) -> Result<WriteResult> {
+        LocalStore::write_changes(self, path, rows, deletes).await
+    }
 }
 
 #[async_trait]
