@@ -48,6 +48,40 @@ pub fn qualified(path: &TablePath) -> String {
     )
 }
 
+/// The names of `table`'s columns, in order.
+pub(super) fn column_names(table: &FlussTable) -> Vec<String> {
+    table
+        .info
+        .get_schema()
+        .column_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The primary-key table a DML statement's `name` (as parsed) writes to, or an error
+/// naming the statement (`what`) and why.
+pub(super) async fn primary_key_target(
+    session: &FlussSession,
+    name: &datafusion::sql::sqlparser::ast::ObjectName,
+    what: &str,
+) -> Result<FlussTable> {
+    let parts = name
+        .0
+        .iter()
+        .map(|part| part.as_ident().map(normalized))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Error::invalid_input(format!("'{name}' is not a table name")))?;
+    let path = session.write_target(&parts)?;
+    let table = session.source().get_table(&path).await?;
+    if !table.info.has_primary_key() {
+        return Err(Error::invalid_input(format!(
+            "{what} needs a primary-key table; '{path}' is a log table (append only)"
+        )));
+    }
+    Ok(table)
+}
+
 /// `INSERT INTO path [(columns)] source`: returns the `count` row.
 pub async fn insert(
     session: &FlussSession,
@@ -56,13 +90,7 @@ pub async fn insert(
     source: &str,
 ) -> Result<RecordBatch> {
     let table = session.source().get_table(path).await?;
-    let table_columns: Vec<String> = table
-        .info
-        .get_schema()
-        .column_names()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    let table_columns = column_names(&table);
     let column_count = table_columns.len();
     let targets = match columns {
         Some(cols) => {
@@ -160,19 +188,8 @@ pub async fn update(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
     let ast::TableFactor::Table { name, alias, .. } = &update.table.relation else {
         return Err(Error::unsupported("UPDATE needs a table name"));
     };
-    let parts = name
-        .0
-        .iter()
-        .map(|part| part.as_ident().map(normalized))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| Error::invalid_input(format!("'{name}' is not a table name")))?;
-    let path = session.write_target(&parts)?;
-    let table = session.source().get_table(&path).await?;
-    if !table.info.has_primary_key() {
-        return Err(Error::invalid_input(format!(
-            "UPDATE needs a primary-key table; '{path}' is a log table (append only)"
-        )));
-    }
+    let table = primary_key_target(session, name, "UPDATE").await?;
+    let path = table.path.clone();
     let keys = table.info.get_primary_keys();
     let mut columns: Vec<String> = keys.clone();
     let mut values: Vec<String> = keys.iter().map(|k| quote_ident(k)).collect();

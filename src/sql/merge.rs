@@ -49,26 +49,9 @@ pub async fn merge(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
     let TableFactor::Table { name, alias, .. } = &merge.table else {
         return Err(Error::unsupported("MERGE INTO needs a table name"));
     };
-    let parts = name
-        .0
-        .iter()
-        .map(|part| part.as_ident().map(super::dml::normalized))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| Error::invalid_input(format!("'{name}' is not a table name")))?;
-    let path = session.write_target(&parts)?;
-    let table = session.source().get_table(&path).await?;
-    if !table.info.has_primary_key() {
-        return Err(Error::invalid_input(format!(
-            "MERGE INTO needs a primary-key table; '{path}' is a log table (append only)"
-        )));
-    }
-    let columns: Vec<String> = table
-        .info
-        .get_schema()
-        .column_names()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    let table = super::dml::primary_key_target(session, name, "MERGE INTO").await?;
+    let path = table.path.clone();
+    let columns = super::dml::column_names(&table);
     let keys = table.info.get_primary_keys().clone();
     // how the user's expressions name the target
     let target = match alias {

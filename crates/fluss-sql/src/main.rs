@@ -740,6 +740,19 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".fluss_sql_history"))
 }
 
+/// What a script's outcome means for the process: go on (`None`), or exit with a code
+/// (`\q` succeeds; an error is printed and fails).
+fn exit_after(outcome: Result<bool>) -> Option<ExitCode> {
+    match outcome {
+        Ok(true) => None,
+        Ok(false) => Some(ExitCode::SUCCESS),
+        Err(e) => {
+            print_error(&e);
+            Some(ExitCode::FAILURE)
+        }
+    }
+}
+
 /// `~/.fluss-sqlrc`, when it exists.
 fn default_rc() -> Option<PathBuf> {
     let path = PathBuf::from(std::env::var_os("HOME")?).join(".fluss-sqlrc");
@@ -952,34 +965,19 @@ fn run(args: Args) -> Result<ExitCode> {
         (files, _) => files.to_vec(),
     };
     for file in &rc {
-        match shell.run_file(file) {
-            Ok(true) => {}
-            Ok(false) => return Ok(ExitCode::SUCCESS),
-            Err(e) => {
-                print_error(&e);
-                return Ok(ExitCode::FAILURE);
-            }
+        if let Some(code) = exit_after(shell.run_file(file)) {
+            return Ok(code);
         }
     }
     if !shell.interactive {
         for command in &args.command {
-            match shell.run_script(command, None) {
-                Ok(true) => {}
-                Ok(false) => return Ok(ExitCode::SUCCESS),
-                Err(e) => {
-                    print_error(&e);
-                    return Ok(ExitCode::FAILURE);
-                }
+            if let Some(code) = exit_after(shell.run_script(command, None)) {
+                return Ok(code);
             }
         }
         for file in &args.file {
-            match shell.run_file(file) {
-                Ok(true) => {}
-                Ok(false) => return Ok(ExitCode::SUCCESS),
-                Err(e) => {
-                    print_error(&e);
-                    return Ok(ExitCode::FAILURE);
-                }
+            if let Some(code) = exit_after(shell.run_file(file)) {
+                return Ok(code);
             }
         }
         if piped {

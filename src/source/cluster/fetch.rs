@@ -125,11 +125,14 @@ impl TabletConnection {
     ) -> Result<Resp> {
         let mut stream = self.stream.lock().await;
         if self.is_broken() {
+            // Another request broke it while this one waited for the stream: nothing
+            // was sent, so the caller may send it on a new connection.
             return Err(Error::new(
                 ErrorKind::Cluster,
-                "the connection to the tablet server was cut inside an answer; retry",
+                "the connection to the tablet server was cut inside another answer",
             )
-            .with_context("server", &self.address));
+            .with_context("server", &self.address)
+            .with_context(NOT_SENT, true));
         }
         if closed_by_peer(stream.get_ref()) {
             // The server closed the connection while it was idle (it restarted):
@@ -140,7 +143,7 @@ impl TabletConnection {
                 "the tablet server closed the connection while it was idle",
             )
             .with_context("server", &self.address)
-            .with_context(IDLE_CLOSED, true));
+            .with_context(NOT_SENT, true));
         }
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
         // A request dropped after its write leaves a whole answer, which the next
@@ -176,13 +179,14 @@ impl TabletConnection {
     }
 }
 
-/// The context key of an error that says a connection was found closed before the
-/// request was sent (so sending it on a new connection sends it once).
-const IDLE_CLOSED: &str = "closed_while_idle";
+/// The context key of an error that says a connection was found closed or broken
+/// before the request was sent (so sending it on a new connection sends it once).
+const NOT_SENT: &str = "not_sent";
 
-/// Whether `error` says the connection was found closed before anything was sent.
-pub(super) fn closed_while_idle(error: &Error) -> bool {
-    error.context_value(IDLE_CLOSED).is_some()
+/// Whether `error` says the connection was found closed or broken before anything
+/// was sent.
+pub(super) fn not_sent(error: &Error) -> bool {
+    error.context_value(NOT_SENT).is_some()
 }
 
 /// Whether the peer closed `stream` (end of stream or a reset waiting to be read),
@@ -324,7 +328,7 @@ impl BucketFetchReader {
             .request((api_key::FETCH_LOG, 0), &request, timeout)
             .await
         {
-            Err(e) if e.context_value(IDLE_CLOSED).is_some() => {
+            Err(e) if not_sent(&e) => {
                 // nothing was sent: send it on a new connection to the same server
                 self.connection = Arc::new(
                     TabletConnection::connect(

@@ -483,8 +483,8 @@ impl ClusterSource {
     }
 
     /// Sends `request` on connection `stripe` to `address`, and once more on a new
-    /// connection when the server had closed the old one while it was idle (a
-    /// restarted server: nothing was sent).
+    /// connection when the old one was found closed (a restarted server) or broken by
+    /// another request before this one was sent.
     async fn exchange<Req: prost::Message, Resp: prost::Message + Default>(
         &self,
         address: &str,
@@ -494,7 +494,7 @@ impl ClusterSource {
     ) -> Result<Resp> {
         let connection = self.tablet(address.to_string(), stripe).await?;
         match connection.request(api, request, self.request_timeout).await {
-            Err(e) if fetch::closed_while_idle(&e) => {
+            Err(e) if fetch::not_sent(&e) => {
                 let connection = self.tablet(address.to_string(), stripe).await?;
                 connection.request(api, request, self.request_timeout).await
             }
