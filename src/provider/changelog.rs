@@ -160,13 +160,15 @@ impl ChangelogExec {
 }
 
 impl DisplayAs for ChangelogExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(
-            f,
-            "FlussChangelogExec: table={}, log_ranges=[{}]",
-            self.table.path,
-            super::describe::describe_buckets(&self.buckets)
-        )
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        super::describe::as_format(t, f, |f| {
+            write!(
+                f,
+                "FlussChangelogExec: table={}, log_ranges=[{}]",
+                self.table.path,
+                super::describe::describe_buckets(&self.buckets)
+            )
+        })
     }
 }
 

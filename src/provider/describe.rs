@@ -1,5 +1,7 @@
 //! Small helpers shared by the scan nodes: EXPLAIN text and LIMIT on streams.
 
+use std::fmt;
+
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::Result as DfResult;
@@ -9,10 +11,51 @@ use futures::stream::BoxStream;
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
-use datafusion::physical_plan::{Partitioning, PlanProperties};
+use datafusion::physical_plan::{DisplayFormatType, Partitioning, PlanProperties};
 
 use crate::log::LogReadCounters;
 use crate::union::BucketCut;
+
+/// Writes a node's description, which `line` writes as one `Name: key=value, …` line,
+/// in format `t`. EXPLAIN FORMAT TREE gets one `key=value` per line (split at the
+/// commas outside brackets), so the tree's boxes wrap each value at its own spaces
+/// and punctuation, never inside a word as they wrap one long line.
+pub fn as_format(
+    t: DisplayFormatType,
+    f: &mut fmt::Formatter,
+    line: impl Fn(&mut fmt::Formatter) -> fmt::Result,
+) -> fmt::Result {
+    /// `line` as a `Display`.
+    struct Line<F>(F);
+    impl<F: Fn(&mut fmt::Formatter) -> fmt::Result> fmt::Display for Line<F> {
+        fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            (self.0)(f)
+        }
+    }
+    if !matches!(t, DisplayFormatType::TreeRender) {
+        return line(f);
+    }
+    let text = Line(line).to_string();
+    // the node's name is the box's title already
+    let body = match text.split_once(": ") {
+        Some((name, rest)) if !name.contains(' ') => rest,
+        _ => text.as_str(),
+    };
+    let (mut depth, mut start, mut entries) = (0i32, 0, Vec::new());
+    for (i, c) in body.char_indices() {
+        match c {
+            '[' | '(' | '{' => depth += 1,
+            ']' | ')' | '}' => depth -= 1,
+            ',' if depth == 0 && body[i + 1..].starts_with(' ') => {
+                entries.push(body[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    entries.push(body[start..].trim());
+    write!(f, "{}", entries.join("\n"))
+}
 
 /// `0:[10,20) 1:[0,5)` (or `p=2024-01-01/0:[..)`), abbreviated past 16 buckets.
 pub fn describe_buckets(buckets: &[BucketCut]) -> String {

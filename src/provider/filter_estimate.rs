@@ -46,12 +46,14 @@ impl FilterEstimateExec {
 }
 
 impl DisplayAs for FilterEstimateExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(
-            f,
-            "FlussFilterEstimateExec: estimated_under={}",
-            self.predicate
-        )
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        super::describe::as_format(t, f, |f| {
+            write!(
+                f,
+                "FlussFilterEstimateExec: estimated_under={}",
+                self.predicate
+            )
+        })
     }
 }
 

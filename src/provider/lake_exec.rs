@@ -131,16 +131,18 @@ impl FlussLakeMergeExec {
 }
 
 impl DisplayAs for FlussLakeMergeExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let splits: usize = self.groups.iter().map(Vec::len).sum();
-        write!(
-            f,
-            "FlussLakeMergeExec: table={}, lake_snapshot={}, merge_on_read_splits={}, projection=[{}]",
-            self.table_name,
-            self.snapshot_id,
-            splits,
-            super::describe::describe_projection(&self.schema)
-        )
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        super::describe::as_format(t, f, |f| {
+            let splits: usize = self.groups.iter().map(Vec::len).sum();
+            write!(
+                f,
+                "FlussLakeMergeExec: table={}, lake_snapshot={}, merge_on_read_splits={}, projection=[{}]",
+                self.table_name,
+                self.snapshot_id,
+                splits,
+                super::describe::describe_projection(&self.schema)
+            )
+        })
     }
 }
 

@@ -136,35 +136,37 @@ impl FlussLogScanExec {
 }
 
 impl DisplayAs for FlussLogScanExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(
-            f,
-            "FlussLogScanExec: table={}, lake_snapshot={}, log_ranges=[{}], projection=[{}]",
-            self.table.path,
-            self.snapshot_id
-                .map_or("none".to_string(), |s| s.to_string()),
-            describe_buckets(&self.buckets().cloned().collect::<Vec<_>>()),
-            describe_projection(&self.schema),
-        )?;
-        if !self.filters.is_empty() {
-            write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
-        }
-        if self.skipping.fixed.is_some() {
-            write!(f, ", batch_skipping=v1_statistics")?;
-        }
-        if !self.skipping.dynamic.is_empty() {
-            let filters: Vec<String> = self
-                .skipping
-                .dynamic
-                .iter()
-                .map(|d| d.to_string())
-                .collect();
-            write!(f, ", dynamic_filters=[{}]", filters.join(", "))?;
-        }
-        if let Some(limit) = self.limit {
-            write!(f, ", limit={limit}")?;
-        }
-        Ok(())
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        super::describe::as_format(t, f, |f| {
+            write!(
+                f,
+                "FlussLogScanExec: table={}, lake_snapshot={}, log_ranges=[{}], projection=[{}]",
+                self.table.path,
+                self.snapshot_id
+                    .map_or("none".to_string(), |s| s.to_string()),
+                describe_buckets(&self.buckets().cloned().collect::<Vec<_>>()),
+                describe_projection(&self.schema),
+            )?;
+            if !self.filters.is_empty() {
+                write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
+            }
+            if self.skipping.fixed.is_some() {
+                write!(f, ", batch_skipping=v1_statistics")?;
+            }
+            if !self.skipping.dynamic.is_empty() {
+                let filters: Vec<String> = self
+                    .skipping
+                    .dynamic
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect();
+                write!(f, ", dynamic_filters=[{}]", filters.join(", "))?;
+            }
+            if let Some(limit) = self.limit {
+                write!(f, ", limit={limit}")?;
+            }
+            Ok(())
+        })
     }
 }
 

@@ -184,24 +184,26 @@ impl FlussKeyLookupExec {
 }
 
 impl DisplayAs for FlussKeyLookupExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let keys = match &self.keys {
-            LookupKeys::Fixed(keys) => keys.num_rows().to_string(),
-            LookupKeys::FromJoin { estimated, .. } => {
-                format!("from the join's build side (estimated {estimated})")
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        super::describe::as_format(t, f, |f| {
+            let keys = match &self.keys {
+                LookupKeys::Fixed(keys) => keys.num_rows().to_string(),
+                LookupKeys::FromJoin { estimated, .. } => {
+                    format!("from the join's build side (estimated {estimated})")
+                }
+            };
+            write!(
+                f,
+                "FlussKeyLookupExec: table={}, keys={keys}, reads=current state (key lookups, not \
+                 the snapshot cut), projection=[{}]",
+                self.plan.table.path,
+                describe_projection(&self.schema),
+            )?;
+            if !self.plan.filters.is_empty() {
+                write!(f, ", filters=[{}]", self.plan.filters.join(", "))?;
             }
-        };
-        write!(
-            f,
-            "FlussKeyLookupExec: table={}, keys={keys}, reads=current state (key lookups, not \
-             the snapshot cut), projection=[{}]",
-            self.plan.table.path,
-            describe_projection(&self.schema),
-        )?;
-        if !self.plan.filters.is_empty() {
-            write!(f, ", filters=[{}]", self.plan.filters.join(", "))?;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 

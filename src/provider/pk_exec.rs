@@ -294,39 +294,41 @@ impl FlussPrimaryKeyScanExec {
 }
 
 impl DisplayAs for FlussPrimaryKeyScanExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let tasks = self.groups.iter().flatten();
-        let cuts: Vec<BucketCut> = tasks.clone().filter_map(|t| t.tail.clone()).collect();
-        let splits: usize = tasks
-            .clone()
-            .map(PrimaryKeyBucketTask::lake_split_count)
-            .sum();
-        let parquet = tasks.filter_map(|t| t.lake_parquet.as_ref());
-        let runs: usize = parquet.clone().map(|p| p.run_splits).sum();
-        let raw: usize = parquet.map(|p| p.splits).sum::<usize>() - runs;
-        write!(
-            f,
-            "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={} ({raw} raw parquet, {runs} keyed runs), log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
-            self.inputs.table.path,
-            self.inputs
-                .lake
-                .as_ref()
-                .map_or("none".to_string(), |(_, s)| s.to_string()),
-            splits,
-            super::describe::describe_buckets(&cuts),
-            super::describe::describe_projection(&self.schema),
-        )?;
-        if !self.filters.is_empty() {
-            write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
-        }
-        if let Some(keys) = &self.inputs.key_lookup {
-            let keys = keys.first().map_or(0, |k| k.len());
-            write!(f, ", tail_key_lookup={keys}")?;
-        }
-        if let Some(limit) = self.limit {
-            write!(f, ", limit={limit}")?;
-        }
-        Ok(())
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        super::describe::as_format(t, f, |f| {
+            let tasks = self.groups.iter().flatten();
+            let cuts: Vec<BucketCut> = tasks.clone().filter_map(|t| t.tail.clone()).collect();
+            let splits: usize = tasks
+                .clone()
+                .map(PrimaryKeyBucketTask::lake_split_count)
+                .sum();
+            let parquet = tasks.filter_map(|t| t.lake_parquet.as_ref());
+            let runs: usize = parquet.clone().map(|p| p.run_splits).sum();
+            let raw: usize = parquet.map(|p| p.splits).sum::<usize>() - runs;
+            write!(
+                f,
+                "FlussPrimaryKeyScanExec: table={}, lake_snapshot={}, lake_splits={} ({raw} raw parquet, {runs} keyed runs), log_ranges=[{}], merge=changelog_fold_by_key, projection=[{}]",
+                self.inputs.table.path,
+                self.inputs
+                    .lake
+                    .as_ref()
+                    .map_or("none".to_string(), |(_, s)| s.to_string()),
+                splits,
+                super::describe::describe_buckets(&cuts),
+                super::describe::describe_projection(&self.schema),
+            )?;
+            if !self.filters.is_empty() {
+                write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
+            }
+            if let Some(keys) = &self.inputs.key_lookup {
+                let keys = keys.first().map_or(0, |k| k.len());
+                write!(f, ", tail_key_lookup={keys}")?;
+            }
+            if let Some(limit) = self.limit {
+                write!(f, ", limit={limit}")?;
+            }
+            Ok(())
+        })
     }
 }
 

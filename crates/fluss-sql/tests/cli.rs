@@ -789,3 +789,26 @@ fn the_readme_sql_block_runs_verbatim() {
     assert!(stdout.contains("name,tag\na,vip\n"), "{stdout}");
     assert!(dir.path().join("users.parquet").exists());
 }
+
+/// EXPLAIN FORMAT TREE shows a Fluss node's details a `key: value` each, wrapped
+/// at spaces and punctuation, never inside a word.
+#[test]
+fn explain_tree_keeps_words_whole() {
+    let store = small_store();
+    let r = run(
+        store.path(),
+        &[
+            "-q",
+            "-c",
+            "EXPLAIN FORMAT TREE SELECT name FROM items WHERE price > 1",
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    for whole in [
+        "changelog_fold_by_key",
+        "lake_snapshot: 1",
+        "table: fluss.items",
+    ] {
+        assert!(r.stdout.contains(whole), "{whole} in\n{}", r.stdout);
+    }
+}
