@@ -90,7 +90,18 @@ pub async fn insert(
     source: &str,
 ) -> Result<RecordBatch> {
     let table = session.source().get_table(path).await?;
-    let table_columns = column_names(&table);
+    insert_into(session, &table, columns, source).await
+}
+
+/// [`insert`] into `table`, already loaded (UPDATE loads it to check its keys).
+async fn insert_into(
+    session: &FlussSession,
+    table: &FlussTable,
+    columns: Option<Vec<String>>,
+    source: &str,
+) -> Result<RecordBatch> {
+    let path = &table.path;
+    let table_columns = column_names(table);
     let column_count = table_columns.len();
     let targets = match columns {
         Some(cols) => {
@@ -166,12 +177,7 @@ pub async fn insert(
 /// provider only the filters it finds on the target table: apache/datafusion #24654).
 pub async fn update(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
     use datafusion::sql::sqlparser::ast;
-    use datafusion::sql::sqlparser::dialect::GenericDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
-
-    let statements = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))?;
-    let [ast::Statement::Update(update)] = statements.as_slice() else {
+    let ast::Statement::Update(update) = super::parse::parse_one(sql)? else {
         return Err(Error::invalid_input("expected one UPDATE statement"));
     };
     if update.from.is_some() || !update.table.joins.is_empty() {
@@ -225,7 +231,7 @@ pub async fn update(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
     if let Some(selection) = &update.selection {
         select.push_str(&format!(" WHERE {selection}"));
     }
-    insert(session, &path, Some(columns), &select).await
+    insert_into(session, &table, Some(columns), &select).await
 }
 
 /// An identifier as DataFusion resolves it: unquoted ones in lower case.

@@ -15,8 +15,6 @@ use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::sql::sqlparser::ast::{
     AssignmentTarget, Expr, MergeAction, MergeClauseKind, MergeInsertKind, Statement, TableFactor,
 };
-use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 
 use super::FlussSession;
 use super::dml::{count_batch, qualified};
@@ -38,9 +36,7 @@ enum Action {
 
 /// Runs a `MERGE INTO` statement; returns the rows it inserted, updated or deleted.
 pub async fn merge(session: &FlussSession, sql: &str) -> Result<RecordBatch> {
-    let statements = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))?;
-    let [Statement::Merge(merge)] = statements.as_slice() else {
+    let Statement::Merge(merge) = super::parse::parse_one(sql)? else {
         return Err(Error::invalid_input("expected one MERGE statement"));
     };
     if merge.output.is_some() {

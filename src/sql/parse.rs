@@ -20,6 +20,18 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
         .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))
 }
 
+/// The one statement `sql` holds, parsed whole (for the statements run here whose
+/// clauses a token cursor would have to re-parse: UPDATE, MERGE).
+pub fn parse_one(sql: &str) -> Result<datafusion::sql::sqlparser::ast::Statement> {
+    let mut statements =
+        datafusion::sql::sqlparser::parser::Parser::parse_sql(&GenericDialect {}, sql)
+            .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))?;
+    match (statements.pop(), statements.is_empty()) {
+        (Some(statement), true) => Ok(statement),
+        _ => Err(Error::invalid_input("expected one statement")),
+    }
+}
+
 /// Splits a script into statements at top-level `;`, dropping empty ones.
 pub fn split_statements(sql: &str) -> Result<Vec<String>> {
     let mut statements = Vec::new();

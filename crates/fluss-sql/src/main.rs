@@ -984,9 +984,8 @@ fn run(args: Args) -> Result<ExitCode> {
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
                 .map_err(|e| Error::from(e).with_context("file", "<stdin>"))?;
-            if let Err(e) = shell.run_script(&text, None) {
-                print_error(&e);
-                return Ok(ExitCode::FAILURE);
+            if let Some(code) = exit_after(shell.run_script(&text, None)) {
+                return Ok(code);
             }
         }
         return Ok(ExitCode::SUCCESS);
