@@ -39,7 +39,7 @@
 //! - [`provider`]: [`FlussCatalog`], [`FlussTableProvider`], the virtual tables.
 //! - [`log`]: the Fluss log batch codec (V0/V1/V2, CRC-32C, V1 statistics) and
 //!   segment files; fluss-rs keeps its own private.
-//! - [`sql`]: [`sql::FlussSession`]: Fluss DDL and DML over any source.
+//! - [`sql`]: [`sql::FlussSession`]: Fluss DDL, `CALL` and the rest through DataFusion.
 //! - [`storage`], [`error`]: where a store's bytes live, and the one error type.
 //!
 //! # Example
@@ -52,8 +52,13 @@
 //!
 //! let store = Arc::new(LocalStore::open("./fluss-data").await?);
 //! let ctx = SessionContext::new();
-//! ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store)));
+//! // the catalog, and the rule that makes INSERT/UPDATE/DELETE/MERGE DataFusion writes
+//! FlussCatalog::new(store).register_with(&ctx, "fluss");
 //! ctx.sql("SELECT count(*) FROM fluss.fluss.orders").await?.show().await?;
+//! ctx.sql("UPDATE fluss.fluss.orders SET o_comment = 'late' WHERE o_orderkey = 1")
+//!     .await?
+//!     .show()
+//!     .await?;
 //! # Ok(()) }
 //! ```
 
@@ -77,5 +82,5 @@ pub mod fuzz;
 
 pub use error::{Error, ErrorKind, Result};
 pub use lake::tiering::tier;
-pub use provider::{FlussCatalog, FlussTableProvider};
+pub use provider::{FlussCatalog, FlussTableProvider, FlussWriteRule};
 pub use source::{FlussSource, LocalStore};

@@ -68,6 +68,22 @@ impl FlussCatalog {
         }
     }
 
+    /// Registers the catalog in `ctx` as `name`, with [`super::FlussWriteRule`] (once)
+    /// so that `INSERT`, `UPDATE`, `DELETE` and `MERGE INTO` write to its tables.
+    /// Registering the catalog alone with `register_catalog` reads it; its tables
+    /// then refuse writes, never writing values other than as given.
+    pub fn register_with(self, ctx: &datafusion::prelude::SessionContext, name: &str) {
+        let state = ctx.state();
+        let rules = super::with_write_rule(&state.analyzer().rules);
+        if rules.len() > state.analyzer().rules.len() {
+            let state = datafusion::execution::SessionStateBuilder::new_from_existing(state)
+                .with_analyzer_rules(rules)
+                .build();
+            *ctx.state_ref().write() = state;
+        }
+        ctx.register_catalog(name, Arc::new(self));
+    }
+
     /// Keeps at most `bytes` of lake files' primary-key columns between queries (0:
     /// none): a lake file never changes, so a warm session decodes its keys once
     /// ([`LakeKeyCache`]).

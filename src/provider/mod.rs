@@ -17,6 +17,7 @@ mod pk_exec;
 mod statistics;
 mod table;
 mod view_types;
+mod write;
 
 pub(crate) use catalog::fluss_table_of;
 pub use catalog::{FlussCatalog, FlussSchema};
@@ -24,3 +25,4 @@ pub(crate) use damaged::damaged_table_error;
 pub use lookup_join::{FlussLookupJoinExec, LookupJoinRule};
 pub use options::FlussOptions;
 pub use table::{FlussTableProvider, ReadMode};
+pub use write::{FlussWriteRule, FlussWriteTarget, with_write_rule};

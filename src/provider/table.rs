@@ -157,6 +157,16 @@ impl FlussTableProvider {
         &self.table
     }
 
+    /// The source the table is read from (and written to).
+    pub(crate) fn source(&self) -> &Arc<dyn FlussSource> {
+        &self.source
+    }
+
+    /// What the provider reads: the union, or the lake only.
+    pub fn mode(&self) -> ReadMode {
+        self.mode
+    }
+
     fn placed(&self, filters: &[Expr]) -> PlacedFilters {
         PlacedFilters::new(filters, &KeyColumns::of(&self.table))
     }
@@ -911,6 +921,56 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
                 }
             })
             .collect())
+    }
+
+    /// Every column of a primary-key table defaults to [`super::write::unlisted_column`],
+    /// so that [`super::write::FlussWriteRule`] writes an INSERT that leaves columns out
+    /// as a Fluss partial update (the columns keep their values).
+    fn get_column_default(&self, _column: &str) -> Option<&Expr> {
+        (self.mode == ReadMode::Union && self.table.info.has_primary_key())
+            .then(super::write::unlisted_column)
+    }
+
+    /// Writes are planned by [`super::write::FlussWriteRule`]; without it in the
+    /// session, refused.
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        _input: Arc<dyn ExecutionPlan>,
+        _insert_op: datafusion::logical_expr::dml::InsertOp,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Err(super::write::refusal("INSERT", &self.table.path))
+    }
+
+    /// See [`Self::insert_into`].
+    async fn delete_from(
+        &self,
+        _state: &dyn Session,
+        _filters: Vec<Expr>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Err(super::write::refusal("DELETE", &self.table.path))
+    }
+
+    /// See [`Self::insert_into`].
+    async fn update(
+        &self,
+        _state: &dyn Session,
+        _assignments: Vec<(String, Expr)>,
+        _filters: Vec<Expr>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Err(super::write::refusal("UPDATE", &self.table.path))
+    }
+
+    /// See [`Self::insert_into`].
+    async fn merge_into(
+        &self,
+        _state: &dyn Session,
+        _source: Arc<dyn ExecutionPlan>,
+        _merge_schema: datafusion::common::DFSchemaRef,
+        _on: Expr,
+        _clauses: Vec<datafusion::logical_expr::dml::MergeIntoClause>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Err(super::write::refusal("MERGE", &self.table.path))
     }
 
     /// Refused, as Fluss's own connectors refuse it (its Flink sink offers no

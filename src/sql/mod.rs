@@ -1,13 +1,15 @@
 //! SQL over a Fluss source: [`FlussSession`](crate::sql::FlussSession) wraps a DataFusion `SessionContext` with
-//! the [`FlussCatalog`] registered as catalog `fluss`, and runs DDL and DML through the
-//! source's [`FlussWriter`](crate::source::FlussWriter) (a LocalStore takes writes; a read-only source refuses
-//! them clearly). The `fluss-sql` shell and embedding applications share it.
+//! the [`FlussCatalog`] registered as catalog `fluss` and its write rule, and runs Fluss DDL
+//! and `CALL` through the source's [`FlussWriter`](crate::source::FlussWriter) (a LocalStore
+//! takes writes; a read-only source refuses them clearly). Everything else, writes
+//! included, is DataFusion's. The `fluss-sql` shell and embedding applications share it.
 //!
 //! ```text
-//!  sql ──> statement::parse_statement ─┬─ CREATE/DROP DATABASE|TABLE ─> ddl ─> LocalStore
-//!                                      ├─ INSERT / DELETE / CALL tier ─> dml ─> DataFusion + LocalStore
-//!                                      ├─ USE db / SHOW DATABASES
-//!                                      └─ anything else (SELECT, EXPLAIN, COPY, SET, SHOW TABLES) ─> DataFusion
+//!  sql ──> statement::parse_statement ─┬─ CREATE/DROP DATABASE|TABLE ─> ddl ─> FlussWriter
+//!                                      ├─ CALL tier ─> dml ─> FlussWriter
+//!                                      ├─ USE db / SHOW DATABASES / SHOW CREATE TABLE / DESCRIBE
+//!                                      └─ anything else (SELECT, INSERT, UPDATE, DELETE, MERGE,
+//!                                         EXPLAIN, COPY, SET) ─> DataFusion (+ FlussWriteRule)
 //! ```
 //!
 //! ```no_run
@@ -28,7 +30,6 @@ pub(crate) mod ddl;
 mod describe;
 mod dml;
 mod error;
-mod merge;
 pub(crate) mod parse;
 mod show_create;
 pub(crate) mod statement;
@@ -50,9 +51,12 @@ use fluss::metadata::TablePath;
 use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
-use crate::provider::{FlussCatalog, FlussOptions, LookupJoinRule, fluss_table_of};
+use crate::provider::{
+    FlussCatalog, FlussOptions, LookupJoinRule, fluss_table_of, with_write_rule,
+};
 use crate::source::prefetch::{with_tables_confirmed, with_tables_prefetched};
 use crate::source::{FlussSource, FlussTable, FlussWriter};
+use datafusion::optimizer::Analyzer;
 
 /// The catalog name the session registers the store under.
 pub const CATALOG: &str = "fluss";
@@ -224,6 +228,7 @@ impl FlussSession {
             .with_runtime_env(runtime)
             .with_default_features()
             .with_physical_optimizer_rule(Arc::new(LookupJoinRule))
+            .with_analyzer_rules(with_write_rule(&Analyzer::new().rules))
             .build();
         let ctx = SessionContext::new_with_state(state).enable_url_table();
         let catalog = FlussCatalog::new(source.clone());
@@ -374,24 +379,6 @@ impl FlussSession {
                     .await?;
                 Ok(StatementResult::empty())
             }
-            Statement::Insert {
-                table,
-                columns,
-                source,
-            } => {
-                let path = self.write_target(&table)?;
-                dml::insert(self, &path, columns, &source)
-                    .await
-                    .map(StatementResult::of)
-            }
-            Statement::Delete { table, predicate } => {
-                let path = self.write_target(&table)?;
-                dml::delete(self, &path, predicate.as_deref())
-                    .await
-                    .map(StatementResult::of)
-            }
-            Statement::Update { sql } => dml::update(self, &sql).await.map(StatementResult::of),
-            Statement::Merge { sql } => merge::merge(self, &sql).await.map(StatementResult::of),
             Statement::Call { procedure, args } => dml::call(self, &procedure, &args)
                 .await
                 .map(StatementResult::of),
@@ -532,18 +519,6 @@ impl FlussSession {
             batches,
             notice: None,
         })
-    }
-
-    /// The table a write statement names: a Fluss table, never one of its virtual
-    /// tables (`t$lake`, `t$changelog`), which are read-only.
-    pub(crate) fn write_target(&self, name: &[String]) -> Result<TablePath> {
-        if let Some((base, kind)) = name.last().and_then(|t| t.split_once('$')) {
-            return Err(Error::invalid_input(format!(
-                "'{}' is a read-only virtual table (${kind} of '{base}'): write to '{base}'",
-                name.join(".")
-            )));
-        }
-        self.table_path(name)
     }
 
     /// The Fluss table `name` names, or `None` when it names something else (a

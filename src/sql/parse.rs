@@ -20,18 +20,6 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
         .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))
 }
 
-/// The one statement `sql` holds, parsed whole (for the statements run here whose
-/// clauses a token cursor would have to re-parse: UPDATE, MERGE).
-pub fn parse_one(sql: &str) -> Result<datafusion::sql::sqlparser::ast::Statement> {
-    let mut statements =
-        datafusion::sql::sqlparser::parser::Parser::parse_sql(&GenericDialect {}, sql)
-            .map_err(|e| Error::invalid_input(format!("SQL syntax error: {e}")))?;
-    match (statements.pop(), statements.is_empty()) {
-        (Some(statement), true) => Ok(statement),
-        _ => Err(Error::invalid_input("expected one statement")),
-    }
-}
-
 /// Splits a script into statements at top-level `;`, dropping empty ones.
 pub fn split_statements(sql: &str) -> Result<Vec<String>> {
     let mut statements = Vec::new();
@@ -375,18 +363,6 @@ impl Cursor {
             Err(self.unexpected("end of statement"))
         }
     }
-
-    /// The exact text of the remaining tokens (without a trailing `;`).
-    pub fn rest(&self) -> String {
-        let mut text = String::new();
-        for token in &self.tokens[self.pos.min(self.tokens.len())..] {
-            match token {
-                Token::EOF => {}
-                t => text.push_str(&t.to_string()),
-            }
-        }
-        text.trim().trim_end_matches(';').trim().to_string()
-    }
 }
 
 /// Whether `token` is the unquoted word `keyword`.
@@ -424,13 +400,5 @@ mod tests {
         );
         let deep = format!("SELECT {}", vec!["1"; 10_001].join("+"));
         assert_eq!(expression_depth(&deep).unwrap(), 10_000);
-    }
-
-    #[test]
-    fn rest_keeps_the_text() {
-        let mut c = Cursor::new("INSERT INTO t VALUES (1, 'it''s')").unwrap();
-        assert!(c.eat_keywords(&["insert", "into"]));
-        assert_eq!(c.object_name().unwrap(), vec!["t"]);
-        assert_eq!(c.rest(), "VALUES (1, 'it''s')");
     }
 }

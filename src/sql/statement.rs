@@ -30,34 +30,6 @@ pub enum Statement {
         /// `CASCADE`.
         cascade: bool,
     },
-    /// `INSERT INTO t [(cols)] <query>`.
-    Insert {
-        /// Table name as written.
-        table: Vec<String>,
-        /// Explicit column list.
-        columns: Option<Vec<String>>,
-        /// The `VALUES` / `SELECT` text.
-        source: String,
-    },
-    /// `DELETE FROM t [WHERE predicate]`.
-    Delete {
-        /// Table name as written.
-        table: Vec<String>,
-        /// The predicate text.
-        predicate: Option<String>,
-    },
-    /// `UPDATE t SET c = expr, ... [WHERE predicate]`: the whole statement, parsed by
-    /// [`super::dml::update`].
-    Update {
-        /// The statement as written.
-        sql: String,
-    },
-    /// `MERGE INTO t USING s ON ... WHEN ...`: the whole statement, parsed by
-    /// [`super::merge::merge`].
-    Merge {
-        /// The statement as written.
-        sql: String,
-    },
     /// `CALL procedure('arg', ...)`.
     Call {
         /// Procedure name as written.
@@ -115,6 +87,19 @@ pub enum Statement {
 /// Whether a (possibly qualified) name lives in another catalog than `fluss`.
 fn foreign(name: &[String]) -> bool {
     name.len() == 3 && name[0] != "fluss"
+}
+
+/// The table an `INSERT INTO`, `DELETE FROM`, `UPDATE` or `MERGE INTO`
+/// names (`None` for other statements).
+fn write_target(c: &mut Cursor) -> Result<Option<Vec<String>>> {
+    let writes = (c.eat_keyword("insert") && c.eat_keyword("into"))
+        || (c.eat_keyword("delete") && c.eat_keyword("from"))
+        || c.eat_keyword("update")
+        || (c.eat_keyword("merge") && c.eat_keyword("into"));
+    if !writes {
+        return Ok(None);
+    }
+    Ok(Some(c.object_name()?))
 }
 
 /// What a `CREATE VIEW` / `CREATE EXTERNAL TABLE` creates ("view", "external
@@ -202,65 +187,18 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
         }
         return query();
     }
-    if c.peek_keyword("insert") {
-        c.next_token();
-        if c.peek_keyword("overwrite") {
-            return Err(Error::unsupported(
-                "INSERT OVERWRITE is not supported (Fluss tables are appended to or upserted)",
-            ));
-        }
-        c.expect_keyword("into")?;
-        let table = c.object_name()?;
-        if foreign(&table) {
-            return query();
-        }
-        // `(a, b)` is a column list unless it starts the query: `(SELECT ...)`.
-        let columns = if matches!(c.peek(), Token::LParen)
-            && !is_keyword(&c.peek_nth(1), "select")
-            && !is_keyword(&c.peek_nth(1), "values")
-            && !is_keyword(&c.peek_nth(1), "with")
+    // DataFusion plans writes, but resolves a virtual table's columns first: name
+    // why a write to one is refused before it can complain about the values
+    if let Some(name) = write_target(&mut c)? {
+        if let Some((base, kind)) = name.last().and_then(|t| t.split_once('$'))
+            && !foreign(&name)
         {
-            Some(c.ident_list()?)
-        } else {
-            None
-        };
-        let source = c.rest();
-        if source.is_empty() {
-            return Err(c.unexpected("VALUES or SELECT"));
+            return Err(Error::invalid_input(format!(
+                "'{}' is a read-only virtual table (${kind} of '{base}'): write to '{base}'",
+                name.join(".")
+            )));
         }
-        return Ok(Statement::Insert {
-            table,
-            columns,
-            source,
-        });
-    }
-    if c.eat_keyword("delete") {
-        c.expect_keyword("from")?;
-        let table = c.object_name()?;
-        if foreign(&table) {
-            return query();
-        }
-        let predicate = if c.eat_keyword("where") {
-            let p = c.rest();
-            if p.is_empty() {
-                return Err(c.unexpected("a predicate"));
-            }
-            Some(p)
-        } else {
-            c.expect_end()?;
-            None
-        };
-        return Ok(Statement::Delete { table, predicate });
-    }
-    if c.peek_keyword("merge") {
-        return Ok(Statement::Merge {
-            sql: sql.trim().trim_end_matches(';').to_string(),
-        });
-    }
-    if c.peek_keyword("update") {
-        return Ok(Statement::Update {
-            sql: sql.trim().trim_end_matches(';').to_string(),
-        });
+        return query();
     }
     if c.eat_keyword("call") {
         let procedure = c.object_name()?;
@@ -362,16 +300,7 @@ mod tests {
     fn classifies() {
         assert!(matches!(
             parse_statement("insert into t (a, b) values (1, 2);").unwrap(),
-            Statement::Insert { columns: Some(ref c), ref source, .. }
-                if c == &["a", "b"] && source == "values (1, 2)"
-        ));
-        assert!(matches!(
-            parse_statement("INSERT INTO db.t (SELECT 1)").unwrap(),
-            Statement::Insert { columns: None, .. }
-        ));
-        assert!(matches!(
-            parse_statement("DELETE FROM t WHERE a > 1").unwrap(),
-            Statement::Delete { predicate: Some(ref p), .. } if p == "a > 1"
+            Statement::Query(_)
         ));
         assert!(matches!(
             parse_statement("CALL fluss.tier('db.t')").unwrap(),

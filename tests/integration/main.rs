@@ -10,6 +10,7 @@ mod common;
 mod bad_input;
 mod concurrent_writers;
 mod crash_points;
+mod datafusion_writes;
 mod differential;
 mod foreign_source;
 mod iceberg_interop;
