@@ -9,6 +9,7 @@
 
 pub(crate) mod bucketing;
 mod cluster;
+pub(crate) mod conform;
 pub(crate) mod kv;
 pub(crate) mod layout;
 pub(crate) mod local_store;
@@ -28,9 +29,9 @@ use futures::stream::BoxStream;
 #[doc(hidden)]
 pub use cluster::wire as cluster_wire;
 pub use cluster::{ClusterOptions, ClusterSource};
-pub use local_store::{LocalStore, LocalStoreOptions, WriteKind, WriteResult};
+pub use local_store::{LocalStore, LocalStoreOptions};
 pub use metadata::TableBucketOffsets;
-pub use writer::FlussWriter;
+pub use writer::{FlussWriter, WriteKind, WriteResult};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;

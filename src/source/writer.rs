@@ -9,9 +9,33 @@ use datafusion::execution::memory_pool::MemoryPool;
 use fluss::metadata::{TableDescriptor, TablePath};
 use futures::stream::BoxStream;
 
-use super::{WriteKind, WriteResult};
 use crate::error::Result;
 use crate::lake::tiering::TieringResult;
+
+/// How a write statement applies its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Append rows to a log table.
+    Append,
+    /// Upsert full rows into a primary-key table.
+    Upsert,
+    /// Upsert the columns each batch holds (it must hold the primary key); the other
+    /// columns keep their values (Fluss partial update).
+    PartialUpdate,
+    /// Delete the keys each batch holds from a primary-key table.
+    Delete,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteResult {
+    /// Input rows accepted.
+    pub rows: usize,
+    /// Changelog records written (an update writes two).
+    pub records: usize,
+    /// Log batches appended.
+    pub batches: usize,
+}
 
 /// What a source that takes writes offers.
 #[async_trait]

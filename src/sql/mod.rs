@@ -181,7 +181,14 @@ impl FlussSession {
         source: Arc<dyn FlussSource>,
         options: SessionOptions,
     ) -> Result<Self> {
-        if options.create_database {
+        // created only when missing (and the source takes writes): a cluster's
+        // default database exists, and asking it to create one is DDL
+        if options.create_database
+            && !source
+                .list_databases()
+                .await?
+                .contains(&options.default_database)
+        {
             match source.writer() {
                 Some(writer) => {
                     writer
@@ -189,17 +196,11 @@ impl FlussSession {
                         .await?
                 }
                 None => {
-                    if !source
-                        .list_databases()
-                        .await?
-                        .contains(&options.default_database)
-                    {
-                        return Err(Error::not_found(format!(
-                            "database '{}' does not exist in {}",
-                            options.default_database,
-                            source.name()
-                        )));
-                    }
+                    return Err(Error::not_found(format!(
+                        "database '{}' does not exist in {}",
+                        options.default_database,
+                        source.name()
+                    )));
                 }
             }
         }

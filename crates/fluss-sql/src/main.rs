@@ -108,6 +108,10 @@ struct Args {
     /// e.g. `s3.endpoint=http://127.0.0.1:9000`.
     #[arg(long = "lake-option", value_parser = parse_key_value)]
     lake_option: Vec<(String, String)>,
+    /// A Fluss client option for writes to a cluster, `key=value` (repeatable), by
+    /// Fluss's names, e.g. `client.writer.acks=all`, `client.writer.batch-size=2mb`.
+    #[arg(long = "client-option", value_parser = parse_key_value)]
+    client_option: Vec<(String, String)>,
 }
 
 fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
@@ -135,6 +139,7 @@ fn cluster_options(args: &Args, bootstrap_servers: &str) -> ClusterOptions {
             .or_else(|| env("FLUSS_SASL_PASSWORD")),
         lake_options: args.lake_option.iter().cloned().collect(),
         max_fetch_bytes: None,
+        client_options: args.client_option.iter().cloned().collect(),
     }
 }
 

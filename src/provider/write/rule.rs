@@ -12,7 +12,7 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{
-    DmlStatement, Expr, LogicalPlan, LogicalPlanBuilder, Projection, WriteOp,
+    DmlStatement, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Projection, WriteOp,
 };
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::scalar::ScalarValue;
@@ -179,28 +179,67 @@ fn insert(input: &LogicalPlan, table: &FlussTable) -> Result<(LogicalPlan, Chang
 
 /// The INSERT's `VALUES` lists without the casts to the column types DataFusion's
 /// planner wraps each value in (it plans them against the table's schema), so the
-/// writer sees `1.005` and `2.7` as written. A `CAST(x AS type)` written to exactly
-/// the column's type looks the same, and is checked as exactly.
+/// writer sees `1.005` and `2.7` as written and converts them exactly or refuses
+/// them (text too: `'2024-02-30'` into a DATE is an error naming the column). The
+/// planner's typed NULLs become plain NULLs again, and a column whose values differ
+/// in type is written as text ([`as_text_where_mixed`]). A `CAST(x AS type)` written
+/// to exactly the column's type looks like the planner's, and is checked as exactly.
+/// Should the values' types still not unify, the list stays as planned.
 fn uncast_values(input: LogicalPlan, width: usize) -> Result<LogicalPlan> {
     let plan = input.transform_up(|node| match node {
         LogicalPlan::Values(values) if values.schema.fields().len() == width => {
-            let rows = values
+            let mut rows: Vec<Vec<Expr>> = values
                 .values
-                .into_iter()
-                .map(|row| {
-                    row.into_iter()
-                        .map(|value| match value {
-                            Expr::Cast(cast) => *cast.expr,
-                            other => other,
-                        })
-                        .collect()
-                })
+                .iter()
+                .map(|row| row.iter().cloned().map(uncast).collect())
                 .collect();
-            Ok(Transformed::yes(LogicalPlanBuilder::values(rows)?.build()?))
+            as_text_where_mixed(&mut rows)?;
+            match LogicalPlanBuilder::values(rows).and_then(|b| b.build()) {
+                Ok(uncast) => Ok(Transformed::yes(uncast)),
+                Err(_) => Ok(Transformed::no(LogicalPlan::Values(values))),
+            }
         }
         other => Ok(Transformed::yes(other.recompute_schema()?)),
     })?;
     Ok(plan.data)
+}
+
+/// A column whose uncast values differ in type (`'2.5'` and `3`) would take a type
+/// DataFusion picks for both, which may not hold either exactly: its values are
+/// written as their text, which the writer converts exactly to the column's type.
+fn as_text_where_mixed(rows: &mut [Vec<Expr>]) -> Result<()> {
+    let empty = datafusion::common::DFSchema::empty();
+    let width = rows.first().map_or(0, Vec::len);
+    for column in 0..width {
+        let mut types = Vec::new();
+        for row in rows.iter() {
+            let data_type = row[column].get_type(&empty)?;
+            if !data_type.is_null() && !types.contains(&data_type) {
+                types.push(data_type);
+            }
+        }
+        if types.len() > 1 {
+            for row in rows.iter_mut() {
+                let value = std::mem::take(&mut row[column]);
+                row[column] = match value {
+                    Expr::Literal(null, None) if null.is_null() => Expr::Literal(null, None),
+                    other => {
+                        other.cast_to(&datafusion::arrow::datatypes::DataType::Utf8, &empty)?
+                    }
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One value of a `VALUES` row without the planner's cast (see [`uncast_values`]).
+fn uncast(value: Expr) -> Expr {
+    match value {
+        Expr::Literal(null, None) if null.is_null() => Expr::Literal(ScalarValue::Null, None),
+        Expr::Cast(cast) => *cast.expr,
+        other => other,
+    }
 }
 
 /// Rows given as a plan of their own (`DataFrame::write_table`): column `i` is

@@ -20,11 +20,13 @@
 //!                                Lookup (one request per server)
 //! ```
 
+mod client_options;
 mod fetch;
 mod lookup;
 mod predicate;
 mod remote_log;
 pub mod wire;
+mod write;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -63,6 +65,9 @@ pub struct ClusterOptions {
     /// Most bytes per FetchLog request for one bucket (default 1 MiB, Fluss's
     /// `client.scanner.log.fetch.max-bytes-for-bucket`).
     pub max_fetch_bytes: Option<i32>,
+    /// Fluss client options for writes, by Fluss's names (`client.writer.acks`,
+    /// `client.writer.batch-size`, `client.writer.batch-timeout`, ...).
+    pub client_options: HashMap<String, String>,
 }
 
 impl fmt::Debug for ClusterOptions {
@@ -207,6 +212,10 @@ impl ClusterSource {
             bootstrap_servers: options.bootstrap_servers.clone(),
             ..Default::default()
         };
+        if let Err(e) = client_options::apply(&mut config, &options.client_options) {
+            runtime.shutdown_background();
+            return Err(e);
+        }
         if let (Some(user), Some(password)) = (&options.sasl_username, &options.sasl_password) {
             config.security_protocol = "sasl".into();
             config.security_sasl_mechanism = "PLAIN".into();
@@ -713,6 +722,11 @@ impl ClusterSource {
 impl FlussSource for ClusterSource {
     fn name(&self) -> String {
         format!("fluss cluster {}", self.options.bootstrap_servers)
+    }
+
+    /// A cluster takes writes as any Fluss client writes them (`write.rs`).
+    fn writer(&self) -> Option<&dyn super::FlussWriter> {
+        Some(self)
     }
 
     async fn list_databases(&self) -> Result<Vec<String>> {

@@ -14,7 +14,6 @@
 //! statement in progress is hidden by its intent.
 
 mod catalog;
-mod conform;
 mod intent;
 mod write;
 
@@ -34,13 +33,13 @@ use tokio::sync::Mutex;
 #[cfg(any(fuzzing, test))]
 pub(crate) use self::intent::WriteIntent;
 pub(crate) use self::write::WriteGuard;
-pub use self::write::WriteKind;
 use self::write::WriterState;
 use super::layout::{self, validate_name};
 use super::metadata::{LakeTable, PartitionRegistration, TableBucketOffsets, TableRegistration};
 use super::{
     BucketLocation, BucketOffsets, FlussSource, FlussTable, FlussWriter, ReadableSnapshot,
 };
+use super::{WriteKind, WriteResult};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
 use crate::lake::tiering::TieringResult;
@@ -96,17 +95,6 @@ impl Default for LocalStoreOptions {
             lake_options: HashMap::new(),
         }
     }
-}
-
-/// What a write did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WriteResult {
-    /// Input rows accepted.
-    pub rows: usize,
-    /// Changelog records written (an update writes two).
-    pub records: usize,
-    /// Log batches appended.
-    pub batches: usize,
 }
 
 /// The embedded store.

@@ -21,9 +21,8 @@ use futures::TryStreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::MutexGuard;
 
-use super::conform::{conform_batch, conform_keys};
 use super::intent::{IntentBucket, WriteIntent};
-use super::{LocalStore, WriteResult, now_millis};
+use super::{LocalStore, now_millis};
 use crate::error::{Error, Result};
 use crate::log::reader::bucket_offsets;
 use crate::log::segment::SegmentWriter;
@@ -32,29 +31,16 @@ use crate::log::{
     ArrowCompression, BucketLogReader, LogBatch, LogBatchBuilder, LogRange, LogReadOptions,
 };
 use crate::source::bucketing::BucketAssigner;
+use crate::source::conform::{conform_batch, conform_keys, partial_columns};
 use crate::source::kv::KeyValueState;
 use crate::source::partition_name::partition_name;
-use crate::source::{BucketLocation, FlussSource, FlussTable};
+use crate::source::{BucketLocation, FlussSource, FlussTable, WriteKind, WriteResult};
 use crate::storage::WriterLock;
 
 type BucketKey = (i64, Option<i64>, i32);
 
 /// Name of the delete-flag column a mixed write carries through the bucket split.
 const DELETE_FLAG_COLUMN: &str = "__fluss_delete_flag";
-
-/// How a write statement applies its rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteKind {
-    /// Append rows to a log table.
-    Append,
-    /// Upsert full rows into a primary-key table.
-    Upsert,
-    /// Upsert the columns each batch holds (it must hold the primary key); the other
-    /// columns keep their values (Fluss partial update).
-    PartialUpdate,
-    /// Delete the keys each batch holds from a primary-key table.
-    Delete,
-}
 
 /// How one batch of a statement is applied.
 #[derive(Debug, Clone, Copy)]
@@ -602,49 +588,6 @@ impl LocalStore {
         }
         Ok(state)
     }
-}
-
-/// Which columns of the table a partial update writes: those `batch` holds, which
-/// must include the primary key; the others must be nullable.
-fn partial_columns(table: &FlussTable, batch: &RecordBatch) -> Result<Vec<bool>> {
-    let path = &table.path;
-    let latest = table.schemas.latest()?;
-    let names = batch.schema();
-    let keys = table.info.get_schema().primary_key_indexes();
-    // Fluss's own checks and words (`PartialUpdater`, `KvTablet.putAsLeader`), with
-    // the table named
-    let listed_names = || {
-        let listed: Vec<&str> = names.fields().iter().map(|f| f.name().as_str()).collect();
-        format!("[{}]", listed.join(", "))
-    };
-    let key_names = || {
-        let keys: Vec<&str> = keys
-            .iter()
-            .filter_map(|&k| latest.arrow.fields().get(k).map(|f| f.name().as_str()))
-            .collect();
-        format!("[{}]", keys.join(", "))
-    };
-    let mut written = Vec::with_capacity(latest.arrow.fields().len());
-    for (i, field) in latest.arrow.fields().iter().enumerate() {
-        let listed = names.index_of(field.name()).is_ok();
-        if keys.contains(&i) && !listed {
-            return Err(Error::invalid_input(format!(
-                "partial update of '{path}': the target write columns {} must contain \
-                 the primary key columns {}",
-                listed_names(),
-                key_names()
-            )));
-        }
-        if !listed && !field.is_nullable() {
-            return Err(Error::invalid_input(format!(
-                "partial update of '{path}': Partial Update requires all columns except \
-                 primary key to be nullable, but column {} is NOT NULL",
-                field.name()
-            )));
-        }
-        written.push(listed);
-    }
-    Ok(written)
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@
 //! Fluss 0.9.1's Flink reader names by `getString` — fixed upstream in `8cd8d1628`).
 //!
 //! After the matrix, the lakes the LocalStore's own tiering writes are read by
-//! Paimon's / Iceberg's own Flink connectors (`our_lakes.rs`), and the differential test's random operations run on the same cluster
+//! Paimon's / Iceberg's own Flink connectors (`our_lakes.rs`), rows our cluster
+//! source writes are read back by Flink (`writes.rs`), and the differential test's random operations run on the same cluster
 //! (`differential::run_against_real`, `FLUSS_REAL_DIFF_STEPS`, default 30).
 //!
 //! The harness runs the newest Fluss release Maven Central serves here
@@ -27,6 +28,7 @@ mod data;
 mod faults;
 mod our_lakes;
 mod scenario;
+mod writes;
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -53,6 +55,8 @@ fn run(format: &str) {
     let mut failures = scenario::run_matrix(&mut fluss);
     // the lakes our own tiering writes, read by the format's own Java reader
     failures.extend(our_lakes::check(&mut fluss));
+    // rows we write to the cluster, read back by Flink
+    failures.extend(writes::check(&mut fluss));
     // random writes, tierings and reads, every read against a model
     let steps = std::env::var("FLUSS_REAL_DIFF_STEPS")
         .ok()

@@ -1,5 +1,6 @@
-//! Shaping rows to write: input batches cast to the table's Arrow schema, and delete
-//! keys.
+//! Shaping rows to write, for every source's writer: input batches converted
+//! exactly to the table's Arrow schema, delete keys, and the columns of a partial
+//! update.
 
 use std::sync::Arc;
 
@@ -9,11 +10,12 @@ use datafusion::arrow::datatypes::SchemaRef;
 
 use crate::cast::{batch_of, exactly_as};
 use crate::error::{Error, Result};
+use crate::source::FlussTable;
 
 /// Makes `batch` match the table's Arrow schema: columns by name, converted where
 /// needed without changing a value (never rounded, truncated or made NULL), missing
 /// nullable columns filled with nulls, NOT NULL columns checked.
-pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+pub(crate) fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     let schema = batch.schema();
     let mut columns = Vec::with_capacity(target.fields().len());
     for field in target.fields() {
@@ -50,7 +52,7 @@ pub fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBa
 
 /// A delete batch: key columns (converted exactly: `1.5` never deletes key `1`),
 /// other columns null (only keys are used).
-pub(super) fn conform_keys(
+pub(crate) fn conform_keys(
     batch: &RecordBatch,
     target: &SchemaRef,
     key_columns: &[usize],
@@ -88,4 +90,47 @@ pub(super) fn conform_keys(
             .collect::<Vec<_>>(),
     ));
     Ok(RecordBatch::try_new(relaxed, columns)?)
+}
+
+/// Which columns of the table a partial update writes: those `batch` holds, which
+/// must include the primary key; the others must be nullable.
+pub(crate) fn partial_columns(table: &FlussTable, batch: &RecordBatch) -> Result<Vec<bool>> {
+    let path = &table.path;
+    let latest = table.schemas.latest()?;
+    let names = batch.schema();
+    let keys = table.info.get_schema().primary_key_indexes();
+    // Fluss's own checks and words (`PartialUpdater`, `KvTablet.putAsLeader`), with
+    // the table named
+    let listed_names = || {
+        let listed: Vec<&str> = names.fields().iter().map(|f| f.name().as_str()).collect();
+        format!("[{}]", listed.join(", "))
+    };
+    let key_names = || {
+        let keys: Vec<&str> = keys
+            .iter()
+            .filter_map(|&k| latest.arrow.fields().get(k).map(|f| f.name().as_str()))
+            .collect();
+        format!("[{}]", keys.join(", "))
+    };
+    let mut written = Vec::with_capacity(latest.arrow.fields().len());
+    for (i, field) in latest.arrow.fields().iter().enumerate() {
+        let listed = names.index_of(field.name()).is_ok();
+        if keys.contains(&i) && !listed {
+            return Err(Error::invalid_input(format!(
+                "partial update of '{path}': the target write columns {} must contain \
+                 the primary key columns {}",
+                listed_names(),
+                key_names()
+            )));
+        }
+        if !listed && !field.is_nullable() {
+            return Err(Error::invalid_input(format!(
+                "partial update of '{path}': Partial Update requires all columns except \
+                 primary key to be nullable, but column {} is NOT NULL",
+                field.name()
+            )));
+        }
+        written.push(listed);
+    }
+    Ok(written)
 }

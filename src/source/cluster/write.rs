@@ -1,0 +1,351 @@
+//! Writes to a live cluster, through fluss-rs's writers as any Fluss client writes:
+//! DDL through `FlussAdmin`, rows through `AppendWriter` (log tables) and
+//! `UpsertWriter` (primary-key tables: upserts, partial updates with target columns,
+//! deletes). Batching and acknowledgement follow the client options the source was
+//! connected with (`client.writer.*`, [`super::ClusterOptions::client_options`]).
+//!
+//! A cluster has no statement transactions: a statement's rows are acknowledged
+//! bucket by bucket. Every row is awaited before the statement answers, and a failed
+//! write says how many rows were acknowledged before it and which rows (by their
+//! position in the statement) were not.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{Array, BooleanArray, RecordBatch};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::execution::memory_pool::MemoryPool;
+use fluss::client::{AppendWriter, UpsertWriter, WriteResultFuture};
+use fluss::metadata::{DatabaseDescriptor, RowType, TableDescriptor, TablePath};
+use fluss::row::ColumnarRow;
+use futures::TryStreamExt;
+use futures::stream::BoxStream;
+
+use super::{ClusterSource, client_error};
+use crate::error::{Error, Result};
+use crate::lake::tiering::TieringResult;
+use crate::source::conform::{conform_batch, conform_keys, partial_columns};
+use crate::source::{FlussSource, FlussWriter, WriteKind, WriteResult};
+
+/// The fluss-rs writer of one statement.
+enum RowWriter {
+    Append(AppendWriter),
+    Upsert(UpsertWriter),
+}
+
+/// One queued write and the rows of the statement it carries (`first..first + rows`).
+struct Pending {
+    ack: WriteResultFuture,
+    first: usize,
+    rows: usize,
+}
+
+impl ClusterSource {
+    /// Opens the fluss-rs writer `kind` needs for `path` (on the client's runtime,
+    /// where fluss-rs spawns its sender task); `columns` names a partial update's.
+    async fn row_writer(
+        &self,
+        path: &TablePath,
+        kind: WriteKind,
+        columns: Option<Vec<String>>,
+    ) -> Result<RowWriter> {
+        let (connection, owned) = (self.connection.clone(), path.clone());
+        self.on_client(async move {
+            let table = connection.get_table(&owned).await?;
+            match kind {
+                WriteKind::Append => Ok(RowWriter::Append(table.new_append()?.create_writer()?)),
+                _ => {
+                    let mut upsert = table.new_upsert()?;
+                    if let Some(columns) = &columns {
+                        let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+                        upsert = upsert.partial_update_with_column_names(&names)?;
+                    }
+                    Ok(RowWriter::Upsert(upsert.create_writer()?))
+                }
+            }
+        })
+        .await?
+        .map_err(client_error(
+            &format!("cannot open a writer for '{path}'"),
+            &self.options.bootstrap_servers,
+        ))
+    }
+
+    /// Awaits every queued write, counting the rows acknowledged in `done`; the
+    /// first failure names the rows that were not.
+    async fn acknowledged(
+        &self,
+        path: &TablePath,
+        pending: Vec<Pending>,
+        done: &mut usize,
+    ) -> Result<()> {
+        let mut failed: Option<(fluss::error::Error, Vec<(usize, usize)>)> = None;
+        for write in pending {
+            match write.ack.await {
+                Ok(()) => *done += write.rows,
+                Err(e) => match &mut failed {
+                    Some((_, ranges)) => ranges.push((write.first, write.rows)),
+                    None => failed = Some((e, vec![(write.first, write.rows)])),
+                },
+            }
+        }
+        let Some((error, ranges)) = failed else {
+            return Ok(());
+        };
+        let lost: usize = ranges.iter().map(|(_, n)| n).sum();
+        let shown: Vec<String> = ranges
+            .iter()
+            .take(8)
+            .map(|&(first, n)| match n {
+                1 => format!("{first}"),
+                _ => format!("{first}..{}", first + n - 1),
+            })
+            .collect();
+        let more = if ranges.len() > shown.len() {
+            ", ..."
+        } else {
+            ""
+        };
+        let what = format!(
+            "{lost} row(s) written to '{path}' were not acknowledged (rows {}{more} of the \
+             statement, counted from 0); the {done} row(s) acknowledged stay written (a write \
+             to a cluster is not one transaction)",
+            shown.join(", ")
+        );
+        Err(client_error(&what, &self.options.bootstrap_servers)(error))
+    }
+}
+
+/// How the rows of a batch are written.
+#[derive(Clone, Copy)]
+enum RowOp<'a> {
+    /// Appended (log table) or upserted (primary-key table).
+    Write,
+    /// Deleted by key.
+    Delete,
+    /// Deleted where the flag is set, upserted otherwise (MERGE).
+    Mixed(&'a BooleanArray),
+}
+
+/// Queues every row of `batch` (the table's full row layout) on `writer`, noting
+/// each queued write in `pending` with the rows it carries (from `first`). A log
+/// table's unpartitioned batch goes whole (fluss-rs splits it by bucket); otherwise
+/// row by row, as fluss-rs takes a batch's partition from its first row.
+fn queue_rows(
+    writer: &RowWriter,
+    batch: RecordBatch,
+    row_type: &Arc<RowType>,
+    op: RowOp<'_>,
+    partitioned: bool,
+    first: usize,
+    pending: &mut Vec<Pending>,
+) -> fluss::error::Result<()> {
+    let rows = batch.num_rows();
+    if rows == 0 {
+        return Ok(());
+    }
+    if let RowWriter::Append(append) = writer
+        && !partitioned
+    {
+        let ack = append.append_arrow_batch(batch)?;
+        pending.push(Pending { ack, first, rows });
+        return Ok(());
+    }
+    let mut row = ColumnarRow::new(Arc::new(batch), row_type.clone(), 0, None)?;
+    for i in 0..rows {
+        row.set_row_id(i);
+        let delete = match op {
+            RowOp::Write => false,
+            RowOp::Delete => true,
+            RowOp::Mixed(flags) => flags.is_valid(i) && flags.value(i),
+        };
+        let ack = match writer {
+            RowWriter::Append(append) => append.append(&row)?,
+            RowWriter::Upsert(upsert) if delete => upsert.delete(&row)?,
+            RowWriter::Upsert(upsert) => upsert.upsert(&row)?,
+        };
+        pending.push(Pending {
+            ack,
+            first: first + i,
+            rows: 1,
+        });
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl FlussWriter for ClusterSource {
+    async fn create_database(
+        &self,
+        name: &str,
+        comment: Option<&str>,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let descriptor = comment.map(|c| DatabaseDescriptor::builder().comment(c).build());
+        let (admin, owned) = (self.admin.clone(), name.to_string());
+        self.on_client(async move {
+            admin
+                .create_database(&owned, descriptor.as_ref(), if_not_exists)
+                .await
+        })
+        .await?
+        .map_err(client_error(
+            &format!("cannot create database '{name}'"),
+            &self.options.bootstrap_servers,
+        ))
+    }
+
+    async fn drop_database(&self, name: &str, if_exists: bool, cascade: bool) -> Result<()> {
+        let (admin, owned) = (self.admin.clone(), name.to_string());
+        self.on_client(async move { admin.drop_database(&owned, if_exists, cascade).await })
+            .await?
+            .map_err(client_error(
+                &format!("cannot drop database '{name}'"),
+                &self.options.bootstrap_servers,
+            ))
+    }
+
+    async fn create_table(
+        &self,
+        path: &TablePath,
+        descriptor: &TableDescriptor,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let (admin, owned, descriptor) = (self.admin.clone(), path.clone(), descriptor.clone());
+        self.on_client(async move { admin.create_table(&owned, &descriptor, if_not_exists).await })
+            .await?
+            .map_err(client_error(
+                &format!("cannot create table '{path}'"),
+                &self.options.bootstrap_servers,
+            ))
+    }
+
+    async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()> {
+        let (admin, owned) = (self.admin.clone(), path.clone());
+        self.on_client(async move { admin.drop_table(&owned, if_exists).await })
+            .await?
+            .map_err(client_error(
+                &format!("cannot drop table '{path}'"),
+                &self.options.bootstrap_servers,
+            ))
+    }
+
+    async fn write(
+        &self,
+        path: &TablePath,
+        kind: WriteKind,
+        mut rows: BoxStream<'_, Result<RecordBatch>>,
+        _memory: Option<&Arc<dyn MemoryPool>>,
+    ) -> Result<WriteResult> {
+        let table = self.get_table(path).await?;
+        let has_key = table.info.has_primary_key();
+        match (kind, has_key) {
+            (WriteKind::Append, true) => {
+                return Err(Error::invalid_input(format!(
+                    "'{path}' is a primary-key table: rows are upserted, not appended"
+                )));
+            }
+            (WriteKind::Append, false) => {}
+            (_, false) => {
+                return Err(Error::invalid_input(format!(
+                    "'{path}' is a log table (append only)"
+                )));
+            }
+            _ => {}
+        }
+        let latest: SchemaRef = table.schemas.latest()?.arrow.clone();
+        let row_type = Arc::new(table.info.row_type().clone());
+        let keys = table.info.get_schema().primary_key_indexes();
+        let partitioned = table.info.is_partitioned();
+        let op = match kind {
+            WriteKind::Delete => RowOp::Delete,
+            _ => RowOp::Write,
+        };
+        let mut writer: Option<RowWriter> = None;
+        let mut result = WriteResult::default();
+        let mut done = 0;
+        while let Some(batch) = rows.try_next().await? {
+            let full = match kind {
+                WriteKind::Delete => conform_keys(&batch, &latest, &keys)?,
+                WriteKind::PartialUpdate => {
+                    partial_columns(&table, &batch)?;
+                    conform_batch(&batch, &latest)?
+                }
+                WriteKind::Append | WriteKind::Upsert => conform_batch(&batch, &latest)?,
+            };
+            let writer = match &mut writer {
+                Some(writer) => writer,
+                None => {
+                    let columns = (kind == WriteKind::PartialUpdate).then(|| {
+                        let schema = batch.schema();
+                        schema.fields().iter().map(|f| f.name().clone()).collect()
+                    });
+                    writer.insert(self.row_writer(path, kind, columns).await?)
+                }
+            };
+            let mut pending = Vec::new();
+            let first = result.rows;
+            let queued = queue_rows(
+                writer,
+                full,
+                &row_type,
+                op,
+                partitioned,
+                first,
+                &mut pending,
+            );
+            result.rows += batch.num_rows();
+            result.batches += 1;
+            // what was queued is awaited even when queueing the rest failed
+            self.acknowledged(path, pending, &mut done).await?;
+            queued.map_err(client_error(
+                &format!("cannot queue rows for '{path}'"),
+                &self.options.bootstrap_servers,
+            ))?;
+        }
+        // the cluster decides which rows update existing keys: rows, not records
+        result.records = result.rows;
+        Ok(result)
+    }
+
+    async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
+        Err(Error::unsupported(format!(
+            "CALL fluss.tier needs a LocalStore: {} is a Fluss deployment, whose own \
+             tiering service tiers its tables ('{path}' among them)",
+            self.name()
+        )))
+    }
+
+    async fn write_changes(
+        &self,
+        path: &TablePath,
+        rows: &RecordBatch,
+        deletes: &BooleanArray,
+    ) -> Result<WriteResult> {
+        let table = self.get_table(path).await?;
+        if !table.info.has_primary_key() {
+            return Err(Error::invalid_input(format!(
+                "'{path}' is a log table (append only)"
+            )));
+        }
+        let latest = table.schemas.latest()?.arrow.clone();
+        let full = conform_batch(rows, &latest)?;
+        let row_type = Arc::new(table.info.row_type().clone());
+        let writer = self.row_writer(path, WriteKind::Upsert, None).await?;
+        let partitioned = table.info.is_partitioned();
+        let mut pending = Vec::new();
+        let op = RowOp::Mixed(deletes);
+        let queued = queue_rows(&writer, full, &row_type, op, partitioned, 0, &mut pending);
+        let mut done = 0;
+        self.acknowledged(path, pending, &mut done).await?;
+        queued.map_err(client_error(
+            &format!("cannot queue rows for '{path}'"),
+            &self.options.bootstrap_servers,
+        ))?;
+        Ok(WriteResult {
+            rows: rows.num_rows(),
+            records: rows.num_rows(),
+            batches: 1,
+        })
+    }
+}
