@@ -41,6 +41,8 @@ pub struct CreateTable {
     /// `LIKE source`: the table copies the source's columns, keys, partitions,
     /// buckets and options; its own `WITH` options and `COMMENT` win.
     pub like: Option<Vec<String>>,
+    /// `AS query` (CTAS): the columns are the query's, and its rows are inserted.
+    pub as_query: Option<String>,
 }
 
 /// A parsed `CREATE DATABASE`.
@@ -98,6 +100,7 @@ pub fn parse_create_table(c: &mut Cursor) -> Result<CreateTable> {
         options: Vec::new(),
         comment: None,
         like: None,
+        as_query: None,
     };
     // `CREATE TABLE t LIKE s` and `CREATE TABLE t (LIKE s)`
     if c.eat_keyword("like") {
@@ -121,6 +124,22 @@ pub fn parse_create_table(c: &mut Cursor) -> Result<CreateTable> {
         parse_columns(c, &mut spec)?;
     }
     parse_table_clauses(c, &mut spec)?;
+    // `CREATE TABLE t [(PRIMARY KEY (k) NOT ENFORCED)] [WITH (...)] AS query`, as
+    // Flink writes it: the columns are the query's
+    if c.eat_keyword("as") {
+        if !spec.columns.is_empty() {
+            return Err(Error::unsupported(
+                "CREATE TABLE ... AS SELECT takes its columns from the query: list none \
+                 (a PRIMARY KEY constraint may be given)",
+            ));
+        }
+        let query = c.rest();
+        if query.is_empty() {
+            return Err(c.unexpected("a query"));
+        }
+        spec.as_query = Some(query);
+        return Ok(spec);
+    }
     if !has_columns && !c.peek_keyword("like") {
         return Err(c.unexpected("'(' and the table's columns"));
     }

@@ -329,6 +329,9 @@ impl FlussSession {
                 Ok(StatementResult::empty())
             }
             Statement::CreateTable(mut spec) => {
+                if let Some(query) = spec.as_query.take() {
+                    return self.create_table_as(spec, &query).await;
+                }
                 if let Some(source) = spec.like.clone() {
                     let source = self.source.get_table(&self.table_path(&source)?).await?;
                     spec = ddl::like(spec, &source)?;
@@ -520,6 +523,54 @@ impl FlussSession {
             batches,
             notice: None,
         })
+    }
+
+    /// `CREATE TABLE t [(PRIMARY KEY ...)] [WITH (...)] AS query`: a table with the
+    /// query's columns (Fluss types of its Arrow types, nullability kept), then an
+    /// INSERT of its rows through DataFusion. A failed INSERT drops the table again,
+    /// so a CTAS leaves a full table or none. With `IF NOT EXISTS` and the table
+    /// there, nothing is written (as Flink does).
+    async fn create_table_as(
+        &self,
+        mut spec: ddl::CreateTable,
+        query: &str,
+    ) -> Result<StatementResult> {
+        let path = self.table_path(&spec.name)?;
+        let writer = self.writer("CREATE TABLE ... AS SELECT")?;
+        if spec.if_not_exists && self.source.get_table(&path).await.is_ok() {
+            return Ok(StatementResult::empty());
+        }
+        let df = self.ctx.sql(query).await.map_err(from_datafusion)?;
+        for field in df.schema().fields() {
+            let data_type = fluss::record::from_arrow_field(field).map_err(|e| {
+                Error::unsupported(format!(
+                    "column '{}' of the query has type {}, which no Fluss type holds",
+                    field.name(),
+                    field.data_type()
+                ))
+                .with_source(e)
+            })?;
+            spec.columns.push((field.name().clone(), data_type, None));
+        }
+        let descriptor = ddl::descriptor(&spec)?;
+        writer.create_table(&path, &descriptor, false).await?;
+        let insert = format!(
+            "INSERT INTO {}.{}.{} {query}",
+            CATALOG,
+            parse::quote_ident(path.database()),
+            parse::quote_ident(path.table())
+        );
+        match self.query(&insert).await {
+            Ok(result) => Ok(result),
+            Err(e) => {
+                if let Err(dropped) = writer.drop_table(&path, true).await {
+                    return Err(
+                        e.with_context("dropping the new table failed", dropped.to_string())
+                    );
+                }
+                Err(e)
+            }
+        }
     }
 
     /// The Fluss table `name` names, or `None` when it names something else (a

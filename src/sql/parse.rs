@@ -363,6 +363,18 @@ impl Cursor {
             Err(self.unexpected("end of statement"))
         }
     }
+
+    /// The exact text of the remaining tokens (without a trailing `;`).
+    pub fn rest(&self) -> String {
+        let mut text = String::new();
+        for token in &self.tokens[self.pos.min(self.tokens.len())..] {
+            match token {
+                Token::EOF => {}
+                t => text.push_str(&t.to_string()),
+            }
+        }
+        text.trim().trim_end_matches(';').trim().to_string()
+    }
 }
 
 /// Whether `token` is the unquoted word `keyword`.
