@@ -38,6 +38,9 @@ fn script() -> Vec<(&'static str, Model)> {
     let pk3 = [(1, "a"), (2, "b"), (3, "c")];
     let pk_upserted = [(1, "a"), (2, "b2"), (3, "c"), (4, "d")];
     let pk_deleted = [(2, "b2"), (3, "c"), (4, "d")];
+    let pk_merged = [(2, "b"), (3, "c"), (4, "d"), (5, "e")];
+    let pk_updated = [(2, "b"), (3, "c"), (4, "u"), (5, "u")];
+    let pk_last = [(2, "b"), (4, "u"), (5, "u")];
     let model = |logt: Option<&[(i64, &str)]>, pk: Option<&[(i64, &str)]>| Model {
         logt: logt.and_then(rows),
         pk: pk.and_then(rows),
@@ -75,14 +78,23 @@ fn script() -> Vec<(&'static str, Model)> {
             "DELETE FROM pk WHERE id = 1",
             model(Some(&log9), Some(&pk_deleted)),
         ),
+        // upserts and deletes in one KV batch (FlussWriter::write_changes)
         (
-            "CALL fluss.tier('pk')",
-            model(Some(&log9), Some(&pk_deleted)),
+            "MERGE INTO pk USING (SELECT id, v FROM logt WHERE id IN (2, 5)) AS s \
+             ON pk.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v \
+             WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)",
+            model(Some(&log9), Some(&pk_merged)),
         ),
         (
-            "CALL fluss.tier('logt')",
-            model(Some(&log9), Some(&pk_deleted)),
+            "UPDATE pk SET v = 'u' WHERE id IN (SELECT id FROM logt WHERE v > 'c')",
+            model(Some(&log9), Some(&pk_updated)),
         ),
+        (
+            "DELETE FROM pk WHERE id IN (SELECT id FROM logt WHERE v = 'c')",
+            model(Some(&log9), Some(&pk_last)),
+        ),
+        ("CALL fluss.tier('pk')", model(Some(&log9), Some(&pk_last))),
+        ("CALL fluss.tier('logt')", model(Some(&log9), Some(&pk_last))),
     ]
 }
 

@@ -1,5 +1,7 @@
 //! Differential test: random appends / upserts / deletes / tierings (and, rarely, a
-//! table dropped and created again) on a LocalStore, every union read (and lake-only read) compared with an in-memory model.
+//! table dropped and created again), and SQL writes through DataFusion (partial-update
+//! INSERTs, UPDATE with a range or a subquery, DELETE with a subquery, MERGE; their
+//! answered counts checked too) on a LocalStore, every union read (and lake-only read) compared with an in-memory model.
 //!
 //! Tables (database `db`):
 //! - `kv`: primary-key table `(id BIGINT PK, v STRING NULL, n INT NULL, d DECIMAL(38, 10)
@@ -27,7 +29,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, BinaryArray, Decimal128Array, Int32Array, Int64Array, RecordBatch,
-    StringArray, TimestampMicrosecondArray,
+    StringArray, TimestampMicrosecondArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::{Field, Schema as ArrowSchema};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -90,13 +92,12 @@ fn bytes_value(i: usize) -> Option<Vec<u8>> {
 /// A row's exact-value columns: `d` (unscaled), `ts` (microseconds) and `b`.
 type ExactValues = (Option<i128>, Option<i64>, Option<Vec<u8>>);
 
-/// The exact-value columns `(d, ts, b)` of a row: a function of its other values, so
-/// the model keeps no more than `(id, v, n)` while upserts change them too.
+/// The exact-value columns `(d, ts, b)` of a row: a function of its key and `v`, so
+/// the model keeps no more than `(id, v, n)` while upserts change them too, and the
+/// SQL writes that change only `n` (partial updates, UPDATE, MERGE) keep them.
 fn exact_values(row: &Row) -> ExactValues {
-    let (id, v, n) = row;
-    let pick = (id.unsigned_abs() as usize) * 31
-        + n.map_or(7, |n| n.unsigned_abs() as usize) * 7
-        + v.as_ref().map_or(3, String::len);
+    let (id, v, _) = row;
+    let pick = (id.unsigned_abs() as usize) * 31 + v.as_ref().map_or(3, |v| v.len() * 7 + 1);
     (
         DECIMALS[pick % DECIMALS.len()],
         TIMESTAMPS[(pick / 3) % TIMESTAMPS.len()],
@@ -115,6 +116,139 @@ enum Op {
     /// show none of the old one's log or lake. It also bounds how long one table's
     /// history grows, which keeps 10,000-step runs linear in time.
     Recreate(Table),
+    /// SQL: `INSERT INTO kv (id, n) VALUES ...` on existing keys, a Fluss partial update.
+    PartialN(Vec<(i64, Option<i32>)>),
+    /// SQL: `UPDATE kv SET n = n + delta WHERE id BETWEEN lo AND hi`, or, with
+    /// `via_log`, `WHERE id IN (SELECT id FROM lg WHERE n > lo)`.
+    UpdateN {
+        lo: i64,
+        hi: i64,
+        delta: i32,
+        via_log: bool,
+    },
+    /// SQL: `DELETE FROM kv WHERE id IN (SELECT id FROM lg WHERE n < below)`.
+    DeleteVia {
+        below: i32,
+    },
+    /// SQL: `MERGE INTO kv USING (SELECT id, max(n) AS n FROM lg GROUP BY id)`: matched
+    /// keys whose log maximum is below `below` are deleted, the others take it as `n`.
+    MergeFromLog {
+        below: i32,
+    },
+}
+
+impl Op {
+    /// The SQL statement of the operations written through DataFusion.
+    fn sql(&self) -> Option<String> {
+        Some(match self {
+            Op::PartialN(rows) => format!(
+                "INSERT INTO fluss.db.kv (id, n) VALUES {}",
+                rows.iter()
+                    .map(|(id, n)| format!(
+                        "({id}, {})",
+                        n.map_or("NULL".to_string(), |n| n.to_string())
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Op::UpdateN {
+                lo,
+                hi,
+                delta,
+                via_log: false,
+            } => format!("UPDATE fluss.db.kv SET n = n + {delta} WHERE id BETWEEN {lo} AND {hi}"),
+            Op::UpdateN {
+                lo,
+                delta,
+                via_log: true,
+                ..
+            } => format!(
+                "UPDATE fluss.db.kv SET n = n + {delta} WHERE id IN \
+                 (SELECT id FROM fluss.db.lg WHERE n > {lo})"
+            ),
+            Op::DeleteVia { below } => format!(
+                "DELETE FROM fluss.db.kv WHERE id IN (SELECT id FROM fluss.db.lg WHERE n < {below})"
+            ),
+            Op::MergeFromLog { below } => format!(
+                "MERGE INTO fluss.db.kv USING (SELECT id, max(n) AS n FROM fluss.db.lg GROUP BY id) \
+                 AS s ON kv.id = s.id WHEN MATCHED AND s.n < {below} THEN DELETE \
+                 WHEN MATCHED THEN UPDATE SET n = s.n"
+            ),
+            _ => return None,
+        })
+    }
+
+    /// Applies an SQL operation to the model; returns the count the statement must
+    /// answer.
+    fn apply_sql(&self, model: &mut Model) -> u64 {
+        let log_ids = |keep: &dyn Fn(Option<i32>) -> bool| -> std::collections::BTreeSet<i64> {
+            model.lg.iter().filter(|r| keep(r.2)).map(|r| r.0).collect()
+        };
+        match self {
+            Op::PartialN(rows) => {
+                for (id, n) in rows {
+                    if let Some(row) = model.kv.get_mut(id) {
+                        row.1 = *n;
+                    }
+                }
+                rows.len() as u64
+            }
+            Op::UpdateN {
+                lo,
+                hi,
+                delta,
+                via_log,
+            } => {
+                let ids: Vec<i64> = if *via_log {
+                    let ids = log_ids(&|n| n.is_some_and(|n| i64::from(n) > *lo));
+                    model
+                        .kv
+                        .keys()
+                        .copied()
+                        .filter(|id| ids.contains(id))
+                        .collect()
+                } else {
+                    model.kv.range(*lo..=*hi).map(|(id, _)| *id).collect()
+                };
+                for id in &ids {
+                    if let Some(row) = model.kv.get_mut(id) {
+                        row.1 = row.1.map(|n| n + delta);
+                    }
+                }
+                ids.len() as u64
+            }
+            Op::DeleteVia { below } => {
+                let ids = log_ids(&|n| n.is_some_and(|n| n < *below));
+                let before = model.kv.len();
+                model.kv.retain(|id, _| !ids.contains(id));
+                (before - model.kv.len()) as u64
+            }
+            Op::MergeFromLog { below } => {
+                let mut max: BTreeMap<i64, Option<i32>> = BTreeMap::new();
+                for (id, _, n) in &model.lg {
+                    let entry = max.entry(*id).or_insert(None);
+                    *entry = match (*entry, *n) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                let mut changed = 0;
+                for (id, n) in max {
+                    if !model.kv.contains_key(&id) {
+                        continue;
+                    }
+                    changed += 1;
+                    if n.is_some_and(|n| n < *below) {
+                        model.kv.remove(&id);
+                    } else if let Some(row) = model.kv.get_mut(&id) {
+                        row.1 = n;
+                    }
+                }
+                changed
+            }
+            _ => 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -139,6 +273,7 @@ impl std::fmt::Display for Op {
             Op::TierLog => write!(f, "lg tier"),
             Op::Recreate(Table::Kv) => write!(f, "kv drop + create"),
             Op::Recreate(Table::Lg) => write!(f, "lg drop + create"),
+            sql => write!(f, "sql {}", sql.sql().unwrap_or_default()),
         }
     }
 }
@@ -217,9 +352,36 @@ fn random_op(rng: &mut StdRng, model: &Model) -> Op {
                 .collect();
             Op::Delete(ids)
         }
-        45..55 => Op::TierPk,
-        55..88 => Op::Append(random_rows(rng, 5)),
-        _ => Op::TierLog,
+        45..51 => Op::TierPk,
+        51..80 => Op::Append(random_rows(rng, 5)),
+        80..86 => Op::TierLog,
+        86..90 => {
+            let existing: Vec<i64> = model.kv.keys().copied().collect();
+            if existing.is_empty() {
+                return Op::TierLog;
+            }
+            let count = rng.random_range(1..=3);
+            Op::PartialN(
+                (0..count)
+                    .map(|_| (existing[rng.random_range(0..existing.len())], random_n(rng)))
+                    .collect(),
+            )
+        }
+        90..95 => {
+            let lo = rng.random_range(-10..KEY_SPACE);
+            Op::UpdateN {
+                lo,
+                hi: lo + rng.random_range(0..6),
+                delta: rng.random_range(-3..=3),
+                via_log: rng.random_bool(0.4),
+            }
+        }
+        95..97 => Op::DeleteVia {
+            below: rng.random_range(-50..-30),
+        },
+        _ => Op::MergeFromLog {
+            below: rng.random_range(-50..-20),
+        },
     }
 }
 
@@ -643,7 +805,8 @@ async fn run_differential(run: Run) {
         Some(mirror) => mirror.clone(),
         None => store.clone(),
     };
-    ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(reader)));
+    // with the write rule: the SQL operations write through DataFusion
+    FlussCatalog::new(reader).register_with(&ctx, "fluss");
 
     let mut rng = StdRng::seed_from_u64(run.seed.wrapping_add(run.seed_offset));
     let mut model = Model::default();
@@ -675,6 +838,34 @@ async fn run_differential(run: Run) {
             )
         };
         match &op {
+            sql_op @ (Op::PartialN(_)
+            | Op::UpdateN { .. }
+            | Op::DeleteVia { .. }
+            | Op::MergeFromLog { .. }) => {
+                let sql = sql_op.sql().unwrap_or_default();
+                let answer = match checker.ctx.sql(&sql).await {
+                    Ok(df) => df.collect().await,
+                    Err(e) => Err(e),
+                };
+                let batches = match answer {
+                    Ok(batches) => batches,
+                    Err(e) => fail(e.into(), &checker.history),
+                };
+                let count = batches
+                    .first()
+                    .and_then(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
+                    .map(|c| c.value(0));
+                let want = sql_op.apply_sql(&mut model);
+                assert_eq!(
+                    count,
+                    Some(want),
+                    "run '{}' (FLUSS_DIFF_SEED={}) step {step}: {sql} answered {count:?} rows, \
+                     the model {want}\nhistory:\n  {}",
+                    run.name,
+                    run.seed,
+                    checker.history.join("\n  ")
+                );
+            }
             Op::Upsert(rows) => {
                 if let Err(e) = store.upsert(&kv, &rows_batch(rows)).await {
                     fail(e, &checker.history);
@@ -745,7 +936,7 @@ async fn run_differential(run: Run) {
         let touched_kv = matches!(
             op,
             Op::Upsert(_) | Op::Delete(_) | Op::TierPk | Op::Recreate(Table::Kv)
-        );
+        ) || op.sql().is_some();
         if touched_kv || step % 5 == 0 {
             let rows = Model::kv_rows(&model.kv);
             let lake = Model::kv_rows(&model.kv_lake);
@@ -919,7 +1110,12 @@ pub fn run_against_real(fluss: &mut fluss_test_support::real_fluss::RealFluss, s
     for step in 0..run.steps {
         let op = loop {
             match random_op(&mut rng, &model) {
-                Op::Recreate(_) => continue,
+                // written through the harness, which has no SQL writes of ours
+                Op::Recreate(_)
+                | Op::PartialN(_)
+                | Op::UpdateN { .. }
+                | Op::DeleteVia { .. }
+                | Op::MergeFromLog { .. } => continue,
                 Op::Delete(ids) => {
                     let ids: Vec<i64> = ids
                         .into_iter()
@@ -967,7 +1163,7 @@ pub fn run_against_real(fluss: &mut fluss_test_support::real_fluss::RealFluss, s
                     model.kv_tiered = true;
                     model.lg_tiered = true;
                 }),
-            Op::Recreate(_) => unreachable!("never drawn here"),
+            _ => unreachable!("never drawn here"),
         };
         if let Err(e) = result {
             panic!(
