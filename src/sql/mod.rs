@@ -39,6 +39,7 @@ pub use describe::{describe_table, list_tables};
 pub use error::one_line;
 pub use parse::{is_complete, parse_object_name, split_statements};
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, StringArray};
@@ -56,6 +57,7 @@ use crate::provider::{
 };
 use crate::source::prefetch::{with_tables_confirmed, with_tables_prefetched};
 use crate::source::{FlussSource, FlussTable, FlussWriter};
+use crate::storage::registry::SessionObjectStores;
 use datafusion::optimizer::Analyzer;
 
 /// The catalog name the session registers the store under.
@@ -85,7 +87,7 @@ const DEEP_STATEMENT_STACK: usize = 256 << 20;
 pub const DEFAULT_DATABASE: &str = "fluss";
 
 /// How to build a [`FlussSession`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionOptions {
     /// The current database at start.
     pub default_database: String,
@@ -97,6 +99,24 @@ pub struct SessionOptions {
     pub target_partitions: Option<usize>,
     /// Memory pool limit in bytes (default: unbounded).
     pub memory_limit: Option<usize>,
+    /// Options of the object stores DataFusion reads and writes at URLs
+    /// (`s3.endpoint`, `s3.access-key-id`, ... as the lakes take them; the
+    /// environment fills in the rest). They may hold credentials: never shown.
+    pub object_store_options: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut keys: Vec<&String> = self.object_store_options.keys().collect();
+        keys.sort();
+        f.debug_struct("SessionOptions")
+            .field("default_database", &self.default_database)
+            .field("create_database", &self.create_database)
+            .field("target_partitions", &self.target_partitions)
+            .field("memory_limit", &self.memory_limit)
+            .field("object_store_option_keys", &keys)
+            .finish()
+    }
 }
 
 impl Default for SessionOptions {
@@ -106,6 +126,7 @@ impl Default for SessionOptions {
             create_database: true,
             target_partitions: None,
             memory_limit: None,
+            object_store_options: HashMap::new(),
         }
     }
 }
@@ -218,7 +239,9 @@ impl FlussSession {
         // `1.005` is the decimal 1.005, as in Flink and Fluss, not the nearest double:
         // a literal written into a DECIMAL column keeps every digit.
         config.options_mut().sql_parser.parse_float_as_decimal = true;
-        let mut runtime = RuntimeEnvBuilder::new();
+        let mut runtime = RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(
+            SessionObjectStores::new(options.object_store_options.clone()),
+        ));
         if let Some(limit) = options.memory_limit {
             runtime = runtime.with_memory_limit(limit, 1.0);
         }

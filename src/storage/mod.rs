@@ -11,6 +11,7 @@
 mod faults;
 mod local;
 mod lock;
+pub mod registry;
 pub mod remote;
 
 use std::path::{Path as FsPath, PathBuf};

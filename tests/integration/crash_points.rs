@@ -94,7 +94,10 @@ fn script() -> Vec<(&'static str, Model)> {
             model(Some(&log9), Some(&pk_last)),
         ),
         ("CALL fluss.tier('pk')", model(Some(&log9), Some(&pk_last))),
-        ("CALL fluss.tier('logt')", model(Some(&log9), Some(&pk_last))),
+        (
+            "CALL fluss.tier('logt')",
+            model(Some(&log9), Some(&pk_last)),
+        ),
     ]
 }
 

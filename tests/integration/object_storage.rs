@@ -261,3 +261,82 @@ async fn a_paimon_lake_moved_to_s3_reads_through_the_cluster_source_as_it_did_lo
     assert!(shown.contains("no-such-bucket"), "{shown}");
     assert_never_shown(&shown);
 }
+
+/// The shell's object-store URLs: `COPY ... TO 's3://…'` and `CREATE EXTERNAL TABLE
+/// ... LOCATION 's3://…'` reach the S3 server with the session's options (the shell's
+/// `--lake-option`), as datafusion-cli's do; the secret is never shown.
+#[tokio::test]
+async fn copy_to_and_external_tables_on_s3_use_the_session_options() {
+    let Some(s3) = s3_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        LocalStore::open(dir.path().to_str().unwrap())
+            .await
+            .unwrap(),
+    );
+    let options = fluss_datafusion::sql::SessionOptions {
+        object_store_options: s3.options(),
+        ..Default::default()
+    };
+    let session = FlussSession::with_options(store, options).await.unwrap();
+    session
+        .execute("CREATE TABLE orders (id BIGINT, total DECIMAL(10, 2))")
+        .await
+        .unwrap();
+    session
+        .execute("INSERT INTO orders VALUES (1, 9.50), (2, 20.25), (3, 1.00)")
+        .await
+        .unwrap();
+    let prefix = unique_prefix("exports");
+    let location = format!("s3://{}/{prefix}/orders/", s3::BUCKET);
+    let pretty = |batches: Vec<datafusion::arrow::array::RecordBatch>| {
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string()
+    };
+    let copied = session
+        .execute(&format!(
+            "COPY (SELECT * FROM orders WHERE id > 1) TO '{location}' STORED AS PARQUET"
+        ))
+        .await
+        .unwrap();
+    assert!(pretty(copied).contains("| 2     |"));
+    session
+        .execute(&format!(
+            "CREATE EXTERNAL TABLE exported STORED AS PARQUET LOCATION '{location}'"
+        ))
+        .await
+        .unwrap();
+    let read = pretty(
+        session
+            .execute("SELECT id, total FROM exported ORDER BY id")
+            .await
+            .unwrap(),
+    );
+    assert!(
+        read.contains("| 2  | 20.25 |") && read.contains("| 3  | 1.00  |"),
+        "{read}"
+    );
+    let explain = pretty(
+        session
+            .execute("EXPLAIN SELECT * FROM exported")
+            .await
+            .unwrap(),
+    );
+    assert_never_shown(&explain);
+    // without the options, the same URL is refused, not read with someone else's keys
+    let bare = FlussSession::new(Arc::new(
+        LocalStore::open(dir.path().to_str().unwrap())
+            .await
+            .unwrap(),
+    ))
+    .await
+    .unwrap();
+    let refused = bare
+        .execute(&format!("SELECT count(*) FROM '{location}'"))
+        .await;
+    assert!(refused.is_err(), "read {location} without its options");
+    assert_never_shown(&refused.unwrap_err().to_string());
+}

@@ -877,6 +877,8 @@ fn run(args: Args) -> Result<ExitCode> {
         create_database: create,
         target_partitions: args.target_partitions,
         memory_limit: args.memory_limit,
+        // `CREATE EXTERNAL TABLE ... LOCATION 's3://…'` and `COPY ... TO 's3://…'`
+        object_store_options: args.lake_option.iter().cloned().collect(),
     };
     if args.bootstrap_servers.is_some() && args.demo {
         return Err(Error::invalid_input(
