@@ -16,7 +16,7 @@ pub(crate) mod local_store;
 pub(crate) mod metadata;
 pub(crate) mod partition_name;
 pub mod prefetch;
-mod writer;
+pub(crate) mod writer;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ pub use cluster::wire as cluster_wire;
 pub use cluster::{ClusterOptions, ClusterSource};
 pub use local_store::{LocalStore, LocalStoreOptions};
 pub use metadata::TableBucketOffsets;
-pub use writer::{FlussWriter, WriteKind, WriteResult};
+pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, WriteKind, WriteResult};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;

@@ -37,6 +37,34 @@ pub struct WriteResult {
     pub batches: usize,
 }
 
+/// The `table.*` options an ALTER TABLE may change, as Fluss's
+/// `FlussConfigUtils.ALTERABLE_TABLE_OPTIONS` lists them (apache/fluss,
+/// `fluss-common/.../config/FlussConfigUtils.java`): enabling or disabling the lake,
+/// its freshness, and how many log segments stay local once tiered.
+pub const ALTERABLE_TABLE_OPTIONS: &[&str] = &[
+    "table.datalake.enabled",
+    "table.datalake.freshness",
+    "table.tiered-log.local-segments",
+];
+
+/// Refuses options Fluss does not let an ALTER TABLE change.
+pub(crate) fn check_alterable(path: &TablePath, keys: &[&str]) -> Result<()> {
+    let refused: Vec<&str> = keys
+        .iter()
+        .copied()
+        .filter(|k| k.starts_with("table.") && !ALTERABLE_TABLE_OPTIONS.contains(k))
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(crate::error::Error::invalid_input(format!(
+        "ALTER TABLE '{path}' cannot change {} (Fluss lets an ALTER TABLE change {} and \
+         options outside 'table.*')",
+        refused.join(", "),
+        ALTERABLE_TABLE_OPTIONS.join(", ")
+    )))
+}
+
 /// What a source that takes writes offers.
 #[async_trait]
 pub trait FlussWriter: Send + Sync {
@@ -74,6 +102,22 @@ pub trait FlussWriter: Send + Sync {
 
     /// Tiers the table's log into its lake (one lake snapshot).
     async fn tier(&self, path: &TablePath) -> Result<TieringResult>;
+
+    /// `ALTER TABLE path SET ('k' = 'v', ...)` / `RESET ('k', ...)`: changes the
+    /// table's options Fluss lets users change ([`ALTERABLE_TABLE_OPTIONS`]; options
+    /// outside `table.*` are the user's own and always change). Writers that cannot
+    /// refuse it.
+    async fn alter_table_options(
+        &self,
+        path: &TablePath,
+        set: &[(String, String)],
+        reset: &[String],
+    ) -> Result<()> {
+        let _ = (set, reset);
+        Err(crate::error::Error::unsupported(format!(
+            "ALTER TABLE '{path}' is not supported here"
+        )))
+    }
 
     /// Applies upserts and deletes to a primary-key table as one all-or-nothing
     /// statement, in row order: `rows` are full rows, and a row whose `deletes` flag is

@@ -406,6 +406,13 @@ impl FlussSession {
                     .await?;
                 Ok(StatementResult::empty())
             }
+            Statement::AlterTable { name, set, reset } => {
+                let path = self.table_path(&name)?;
+                self.writer("ALTER TABLE")?
+                    .alter_table_options(&path, &set, &reset)
+                    .await?;
+                Ok(StatementResult::empty())
+            }
             Statement::Call { procedure, args } => dml::call(self, &procedure, &args)
                 .await
                 .map(StatementResult::of),

@@ -30,6 +30,15 @@ pub enum Statement {
         /// `CASCADE`.
         cascade: bool,
     },
+    /// `ALTER TABLE t SET ('k' = 'v', ...)` / `ALTER TABLE t RESET ('k', ...)`.
+    AlterTable {
+        /// Table name as written.
+        name: Vec<String>,
+        /// Options set.
+        set: Vec<(String, String)>,
+        /// Options reset (removed).
+        reset: Vec<String>,
+    },
     /// `CALL procedure('arg', ...)`.
     Call {
         /// Procedure name as written.
@@ -186,6 +195,44 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
             });
         }
         return query();
+    }
+    if c.peek_keyword("alter") && is_keyword(&c.peek_nth(1), "table") {
+        c.next_token();
+        c.next_token();
+        let name = c.object_name()?;
+        if foreign(&name) {
+            return query();
+        }
+        let (mut set, mut reset) = (Vec::new(), Vec::new());
+        if c.eat_keyword("set") {
+            c.expect(&Token::LParen)?;
+            loop {
+                let key = c.string()?;
+                c.expect(&Token::Eq)?;
+                set.push((key, c.string()?));
+                if !c.eat(&Token::Comma) {
+                    break;
+                }
+            }
+            c.expect(&Token::RParen)?;
+        } else if c.eat_keyword("reset") {
+            c.expect(&Token::LParen)?;
+            loop {
+                reset.push(c.string()?);
+                if !c.eat(&Token::Comma) {
+                    break;
+                }
+            }
+            c.expect(&Token::RParen)?;
+        } else {
+            return Err(Error::unsupported(format!(
+                "ALTER TABLE ... {} is not supported yet (SET ('key' = 'value', ...) and \
+                 RESET ('key', ...) of table options are)",
+                c.rest()
+            )));
+        }
+        c.expect_end()?;
+        return Ok(Statement::AlterTable { name, set, reset });
     }
     // DataFusion plans writes, but resolves a virtual table's columns first: name
     // why a write to one is refused before it can complain about the values

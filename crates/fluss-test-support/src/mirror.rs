@@ -253,6 +253,17 @@ impl FlussWriter for MirroredSource {
         r
     }
 
+    async fn alter_table_options(
+        &self,
+        path: &TablePath,
+        set: &[(String, String)],
+        reset: &[String],
+    ) -> Result<()> {
+        let r = FlussWriter::alter_table_options(&*self.store, path, set, reset).await;
+        self.reload().await?;
+        r
+    }
+
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         let r = FlussWriter::tier(&*self.store, path).await;
         self.reload().await?;

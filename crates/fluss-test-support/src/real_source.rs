@@ -402,6 +402,31 @@ impl FlussWriter for RealClusterSource {
         Ok(result)
     }
 
+    /// Through Flink's catalog, as a Flink SQL user alters a Fluss table.
+    async fn alter_table_options(
+        &self,
+        path: &TablePath,
+        set: &[(String, String)],
+        reset: &[String],
+    ) -> Result<()> {
+        let quote = |v: &str| format!("'{}'", v.replace('\'', "''"));
+        let table = format!("`{}`.`{}`", path.database(), path.table());
+        if !set.is_empty() {
+            let options: Vec<String> = set
+                .iter()
+                .map(|(k, v)| format!("{} = {}", quote(k), quote(v)))
+                .collect();
+            self.flink_sql(format!("ALTER TABLE {table} SET ({})", options.join(", ")))
+                .await?;
+        }
+        if !reset.is_empty() {
+            let keys: Vec<String> = reset.iter().map(|k| quote(k)).collect();
+            self.flink_sql(format!("ALTER TABLE {table} RESET ({})", keys.join(", ")))
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         let table_name = format!("{}.{}", path.database(), path.table());
         let key = table_name.clone();

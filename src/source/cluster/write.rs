@@ -16,7 +16,10 @@ use datafusion::arrow::array::{Array, BooleanArray, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::memory_pool::MemoryPool;
 use fluss::client::{AppendWriter, UpsertWriter, WriteResultFuture};
-use fluss::metadata::{DatabaseDescriptor, RowType, TableDescriptor, TablePath};
+use fluss::metadata::{
+    AlterConfig, AlterConfigOpType, AlterTableChanges, DatabaseDescriptor, RowType,
+    TableDescriptor, TablePath,
+};
 use fluss::row::ColumnarRow;
 use futures::TryStreamExt;
 use futures::stream::BoxStream;
@@ -306,6 +309,42 @@ impl FlussWriter for ClusterSource {
         // the cluster decides which rows update existing keys: rows, not records
         result.records = result.rows;
         Ok(result)
+    }
+
+    async fn alter_table_options(
+        &self,
+        path: &TablePath,
+        set: &[(String, String)],
+        reset: &[String],
+    ) -> Result<()> {
+        let keys: Vec<&str> = set
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(reset.iter().map(String::as_str))
+            .collect();
+        crate::source::writer::check_alterable(path, &keys)?;
+        let mut changes = AlterTableChanges::default();
+        for (key, value) in set {
+            changes.config_changes.push(AlterConfig::new(
+                key.clone(),
+                Some(value.clone()),
+                AlterConfigOpType::Set,
+            ));
+        }
+        for key in reset {
+            changes.config_changes.push(AlterConfig::new(
+                key.clone(),
+                None,
+                AlterConfigOpType::Delete,
+            ));
+        }
+        let (admin, owned) = (self.admin.clone(), path.clone());
+        self.on_client(async move { admin.alter_table(&owned, false, changes).await })
+            .await?
+            .map_err(client_error(
+                &format!("cannot alter table '{path}'"),
+                &self.options.bootstrap_servers,
+            ))
     }
 
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {

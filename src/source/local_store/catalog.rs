@@ -156,38 +156,7 @@ impl LocalStore {
             }
         }
         let mut properties = to_btree(descriptor.properties());
-        let lake_enabled = properties
-            .get("table.datalake.enabled")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        if lake_enabled {
-            let format = properties
-                .entry("table.datalake.format".to_string())
-                .or_insert_with(|| self.options.datalake_format.clone())
-                .to_ascii_lowercase();
-            match format.as_str() {
-                "paimon" => {
-                    properties
-                        .entry("table.datalake.paimon.warehouse".to_string())
-                        .or_insert_with(|| layout::DEFAULT_PAIMON_WAREHOUSE.to_string());
-                    properties
-                        .entry("table.datalake.paimon.metastore".to_string())
-                        .or_insert_with(|| "filesystem".to_string());
-                }
-                "iceberg" => {
-                    properties
-                        .entry("table.datalake.iceberg.warehouse".to_string())
-                        .or_insert_with(|| layout::DEFAULT_ICEBERG_WAREHOUSE.to_string());
-                    properties
-                        .entry("table.datalake.iceberg.type".to_string())
-                        .or_insert_with(|| "hadoop".to_string());
-                }
-                other => {
-                    return Err(Error::unsupported(format!(
-                        "lake format '{other}' cannot be created by the LocalStore yet (paimon and iceberg are)"
-                    )));
-                }
-            }
-        }
+        self.with_lake_defaults(&mut properties)?;
         if schema.primary_key().is_some() && properties.contains_key(STATISTICS_COLUMNS_PROPERTY) {
             return Err(Error::invalid_input(
                 "Statistics columns are not supported for primary key tables",
@@ -250,6 +219,90 @@ impl LocalStore {
             serde_json::to_vec(&registration)?,
         )
         .await
+    }
+
+    /// With `table.datalake.enabled`, the lake options a table is created (or its lake
+    /// enabled) with: the store's lake format and that format's warehouse and catalog
+    /// in the store, unless given.
+    fn with_lake_defaults(&self, properties: &mut BTreeMap<String, String>) -> Result<()> {
+        let lake_enabled = properties
+            .get("table.datalake.enabled")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if !lake_enabled {
+            return Ok(());
+        }
+        let format = properties
+            .entry("table.datalake.format".to_string())
+            .or_insert_with(|| self.options.datalake_format.clone())
+            .to_ascii_lowercase();
+        let defaults: [(&str, &str); 2] = match format.as_str() {
+            "paimon" => [
+                (
+                    "table.datalake.paimon.warehouse",
+                    layout::DEFAULT_PAIMON_WAREHOUSE,
+                ),
+                ("table.datalake.paimon.metastore", "filesystem"),
+            ],
+            "iceberg" => [
+                (
+                    "table.datalake.iceberg.warehouse",
+                    layout::DEFAULT_ICEBERG_WAREHOUSE,
+                ),
+                ("table.datalake.iceberg.type", "hadoop"),
+            ],
+            other => {
+                return Err(Error::unsupported(format!(
+                    "lake format '{other}' cannot be created by the LocalStore yet (paimon and iceberg are)"
+                )));
+            }
+        };
+        for (key, value) in defaults {
+            properties
+                .entry(key.to_string())
+                .or_insert_with(|| value.to_string());
+        }
+        Ok(())
+    }
+
+    /// `ALTER TABLE path SET (...) / RESET (...)`: the options Fluss lets users change
+    /// ([`crate::source::writer::ALTERABLE_TABLE_OPTIONS`]) and the user's own, written
+    /// into the table's registration as Fluss's coordinator writes them. Enabling the
+    /// lake gives the table the lake options it would have been created with.
+    pub async fn alter_table_options(
+        &self,
+        path: &TablePath,
+        set: &[(String, String)],
+        reset: &[String],
+    ) -> Result<()> {
+        let keys: Vec<&str> = set
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(reset.iter().map(String::as_str))
+            .collect();
+        crate::source::writer::check_alterable(path, &keys)?;
+        let _guard = self.write_guard().await?;
+        let node = layout::table_node(path);
+        let Some(bytes) = self.storage.read_optional(&node).await? else {
+            return Err(Error::not_found(format!("table '{path}' does not exist")));
+        };
+        let mut registration: TableRegistration = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::from(e).with_context("file", node.clone()))?;
+        for key in reset {
+            registration.properties.remove(key);
+            registration.custom_properties.remove(key);
+        }
+        for (key, value) in set {
+            let options = if key.starts_with("table.") {
+                &mut registration.properties
+            } else {
+                &mut registration.custom_properties
+            };
+            options.insert(key.clone(), value.clone());
+        }
+        self.with_lake_defaults(&mut registration.properties)?;
+        registration.modified_time = now_millis();
+        self.put_json(&node, serde_json::to_vec(&registration)?)
+            .await
     }
 
     /// Drops a table: metadata, log and lake pointers (the lake table stays, as in Fluss).

@@ -590,6 +590,15 @@ impl FlussWriter for LocalStore {
         self.write_stream(path, kind, rows, memory).await
     }
 
+    async fn alter_table_options(
+        &self,
+        path: &TablePath,
+        set: &[(String, String)],
+        reset: &[String],
+    ) -> Result<()> {
+        LocalStore::alter_table_options(self, path, set, reset).await
+    }
+
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         crate::lake::tiering::tier(self, path).await
     }
