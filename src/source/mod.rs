@@ -290,8 +290,8 @@ pub trait FlussSource: Debug + Send + Sync {
         Ok(out)
     }
 
-    /// The writer of this source, if it takes writes (the LocalStore does; a cluster
-    /// source is read-only).
+    /// The writer of this source, if it takes writes (the LocalStore and a cluster
+    /// source do; a source of someone else's may be read-only).
     fn writer(&self) -> Option<&dyn FlussWriter> {
         None
     }

@@ -278,7 +278,7 @@ impl FlussSession {
     pub fn writer(&self, what: &str) -> Result<&dyn FlussWriter> {
         self.source.writer().ok_or_else(|| {
             Error::unsupported(format!(
-                "{what} writes, and {} is read-only (statements that write need a LocalStore)",
+                "{what} writes, and {} is read-only (statements that write need a source that takes writes)",
                 self.source.name()
             ))
         })

@@ -141,7 +141,7 @@ impl FlussSink {
         let source = &self.target.source;
         source.writer().ok_or_else(|| {
             Error::unsupported(format!(
-                "{} writes, and {} is read-only (statements that write need a LocalStore)",
+                "{} writes, and {} is read-only (statements that write need a source that takes writes)",
                 self.target.statement,
                 source.name()
             ))
