@@ -47,11 +47,16 @@ pub const ALTERABLE_TABLE_OPTIONS: &[&str] = &[
     "table.tiered-log.local-segments",
 ];
 
-/// Refuses options Fluss does not let an ALTER TABLE change.
-pub(crate) fn check_alterable(path: &TablePath, keys: &[&str]) -> Result<()> {
-    let refused: Vec<&str> = keys
+/// Refuses an ALTER TABLE that sets or resets options Fluss does not let it change.
+pub(crate) fn check_alterable(
+    path: &TablePath,
+    set: &[(String, String)],
+    reset: &[String],
+) -> Result<()> {
+    let refused: Vec<&str> = set
         .iter()
-        .copied()
+        .map(|(k, _)| k.as_str())
+        .chain(reset.iter().map(String::as_str))
         .filter(|k| k.starts_with("table.") && !ALTERABLE_TABLE_OPTIONS.contains(k))
         .collect();
     if refused.is_empty() {

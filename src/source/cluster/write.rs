@@ -317,12 +317,7 @@ impl FlussWriter for ClusterSource {
         set: &[(String, String)],
         reset: &[String],
     ) -> Result<()> {
-        let keys: Vec<&str> = set
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .chain(reset.iter().map(String::as_str))
-            .collect();
-        crate::source::writer::check_alterable(path, &keys)?;
+        crate::source::writer::check_alterable(path, set, reset)?;
         let mut changes = AlterTableChanges::default();
         for (key, value) in set {
             changes.config_changes.push(AlterConfig::new(

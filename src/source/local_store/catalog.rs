@@ -274,12 +274,7 @@ impl LocalStore {
         set: &[(String, String)],
         reset: &[String],
     ) -> Result<()> {
-        let keys: Vec<&str> = set
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .chain(reset.iter().map(String::as_str))
-            .collect();
-        crate::source::writer::check_alterable(path, &keys)?;
+        crate::source::writer::check_alterable(path, set, reset)?;
         let _guard = self.write_guard().await?;
         let node = layout::table_node(path);
         let Some(bytes) = self.storage.read_optional(&node).await? else {
