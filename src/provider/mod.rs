@@ -25,4 +25,5 @@ pub(crate) use damaged::damaged_table_error;
 pub use lookup_join::{FlussLookupJoinExec, LookupJoinRule};
 pub use options::FlussOptions;
 pub use table::{FlussTableProvider, ReadMode};
+pub(crate) use write::read_only_virtual_table;
 pub use write::{FlussWriteRule, FlussWriteTarget, with_write_rule};

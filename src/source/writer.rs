@@ -37,6 +37,35 @@ pub struct WriteResult {
     pub batches: usize,
 }
 
+/// `source`'s writer, or an error naming the statement (`what`) that needs one.
+pub(crate) fn writer_of<'a>(
+    source: &'a dyn super::FlussSource,
+    what: &str,
+) -> Result<&'a dyn FlussWriter> {
+    source.writer().ok_or_else(|| {
+        crate::error::Error::unsupported(format!(
+            "{what} writes, and {} is read-only (statements that write need a source that \
+             takes writes)",
+            source.name()
+        ))
+    })
+}
+
+/// Refuses a write `kind` the table cannot take: appends to a primary-key table,
+/// upserts and deletes to a log table.
+pub(crate) fn check_write_kind(table: &super::FlussTable, kind: WriteKind) -> Result<()> {
+    let path = &table.path;
+    match (kind, table.info.has_primary_key()) {
+        (WriteKind::Append, true) => Err(crate::error::Error::invalid_input(format!(
+            "table '{path}' has a primary key: use upsert/delete instead of append"
+        ))),
+        (WriteKind::Append, false) | (_, true) => Ok(()),
+        (_, false) => Err(crate::error::Error::invalid_input(format!(
+            "table '{path}' has no primary key: upsert and delete need one (use append)"
+        ))),
+    }
+}
+
 /// The `table.*` options an ALTER TABLE may change, as Fluss's
 /// `FlussConfigUtils.ALTERABLE_TABLE_OPTIONS` lists them (apache/fluss,
 /// `fluss-common/.../config/FlussConfigUtils.java`): enabling or disabling the lake,

@@ -276,12 +276,7 @@ impl FlussSession {
 
     /// The source's writer, or an error naming what needs one.
     pub fn writer(&self, what: &str) -> Result<&dyn FlussWriter> {
-        self.source.writer().ok_or_else(|| {
-            Error::unsupported(format!(
-                "{what} writes, and {} is read-only (statements that write need a source that takes writes)",
-                self.source.name()
-            ))
-        })
+        crate::source::writer::writer_of(self.source.as_ref(), what)
     }
 
     /// The current database.

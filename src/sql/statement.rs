@@ -240,10 +240,11 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
         if let Some((base, kind)) = name.last().and_then(|t| t.split_once('$'))
             && !foreign(&name)
         {
-            return Err(Error::invalid_input(format!(
-                "'{}' is a read-only virtual table (${kind} of '{base}'): write to '{base}'",
-                name.join(".")
-            )));
+            return Err(crate::provider::read_only_virtual_table(
+                &name.join("."),
+                base,
+                kind,
+            ));
         }
         return query();
     }

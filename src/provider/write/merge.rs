@@ -85,15 +85,9 @@ pub(super) fn plan(
     let mut select = vec![clause.clone().alias(CLAUSE)];
     for name in &columns {
         let current = column(name);
-        // DataFusion's type coercion casts a MERGE's values to the column's type,
-        // which rounds: taken off, the writer converts them exactly or refuses them
+        // DataFusion's type coercion casts a MERGE's values to the column's type
         let column_type = target_schema.field_with_name(name)?.data_type().clone();
-        let uncast = |value: &Expr| match value {
-            Expr::Cast(cast) if cast.field.data_type() == &column_type => {
-                cast.expr.as_ref().clone()
-            }
-            other => other.clone(),
-        };
+        let uncast = |value: &Expr| super::rule::uncast_to(value.clone(), &column_type);
         let mut value = case(clause.clone());
         for (i, merge_clause) in op.clauses.iter().enumerate() {
             let new = match &merge_clause.action {

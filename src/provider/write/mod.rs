@@ -75,6 +75,14 @@ fn is_unlisted(expr: &Expr) -> bool {
     }
 }
 
+/// The error of a write to the virtual table `name` (`kind` of the table `base`),
+/// which is read-only.
+pub(crate) fn read_only_virtual_table(name: &str, base: &str, kind: &str) -> Error {
+    Error::invalid_input(format!(
+        "'{name}' is a read-only virtual table (${kind} of '{base}'): write to '{base}'"
+    ))
+}
+
 /// What a Fluss table's own write hooks answer when the session lacks
 /// [`FlussWriteRule`]: DataFusion would hand them values already rounded and,
 /// for subqueries, filters already dropped.

@@ -53,10 +53,11 @@ fn rewrite(dml: DmlStatement, config: &ConfigOptions) -> Result<Transformed<Logi
         return Ok(Transformed::no(LogicalPlan::Dml(dml)));
     };
     if let Some((base, kind)) = virtual_table(provider.as_ref(), &dml.table_name) {
-        return Err(Error::invalid_input(format!(
-            "'{}' is a read-only virtual table (${kind} of '{base}'): write to '{base}'",
-            dml.table_name
-        )));
+        return Err(super::read_only_virtual_table(
+            &dml.table_name.to_string(),
+            base,
+            kind,
+        ));
     }
     let Some(fluss) = provider.downcast_ref::<FlussTableProvider>() else {
         return Ok(Transformed::no(LogicalPlan::Dml(dml)));
@@ -397,10 +398,7 @@ fn update(dml: &DmlStatement, table: &FlussTable) -> Result<(LogicalPlan, Change
                  row and INSERT it under the new key)"
             )));
         }
-        let value = match value {
-            Expr::Cast(cast) if cast.field.data_type() == field.data_type() => *cast.expr,
-            other => other,
-        };
+        let value = uncast_to(value, field.data_type());
         exprs.push(value.alias(name));
         set += 1;
     }
@@ -410,6 +408,16 @@ fn update(dml: &DmlStatement, table: &FlussTable) -> Result<(LogicalPlan, Change
     }
     let plan = Projection::try_new(exprs, projection.input.clone())?;
     Ok((LogicalPlan::Projection(plan), Change::PartialUpdate))
+}
+
+/// `value` without a top-level cast to `data_type`, the column's type: the cast
+/// DataFusion's UPDATE planner and its type coercion of MERGE's values add, which
+/// rounds. The writer converts the value exactly, or refuses it.
+pub(super) fn uncast_to(value: Expr, data_type: &datafusion::arrow::datatypes::DataType) -> Expr {
+    match value {
+        Expr::Cast(cast) if cast.field.data_type() == data_type => *cast.expr,
+        other => other,
+    }
 }
 
 /// The names the target table's columns go by in a statement's plan: the table's

@@ -138,14 +138,7 @@ struct FlussSink {
 
 impl FlussSink {
     fn writer(&self) -> Result<&dyn FlussWriter> {
-        let source = &self.target.source;
-        source.writer().ok_or_else(|| {
-            Error::unsupported(format!(
-                "{} writes, and {} is read-only (statements that write need a source that takes writes)",
-                self.target.statement,
-                source.name()
-            ))
-        })
+        crate::source::writer::writer_of(self.target.source.as_ref(), self.target.statement)
     }
 
     async fn write(

@@ -74,6 +74,52 @@ impl ClusterSource {
         ))
     }
 
+    /// Runs one DDL call of fluss-rs's admin on the client's runtime (never retried:
+    /// DDL is not idempotent); a failure reads "`what`: <the cluster's error>".
+    async fn on_admin<Fut>(
+        &self,
+        what: String,
+        call: impl FnOnce(Arc<fluss::client::FlussAdmin>) -> Fut,
+    ) -> Result<()>
+    where
+        Fut: std::future::Future<Output = fluss::error::Result<()>> + Send + 'static,
+    {
+        self.on_client(call(self.admin.clone()))
+            .await?
+            .map_err(client_error(&what, &self.options.bootstrap_servers))
+    }
+
+    /// Queues `batch` ([`queue_rows`]) and awaits what was queued, even when queueing
+    /// the rest failed; `done` counts the rows acknowledged.
+    #[allow(clippy::too_many_arguments)]
+    async fn send(
+        &self,
+        path: &TablePath,
+        writer: &RowWriter,
+        batch: RecordBatch,
+        row_type: &Arc<RowType>,
+        op: RowOp<'_>,
+        partitioned: bool,
+        first: usize,
+        done: &mut usize,
+    ) -> Result<()> {
+        let mut pending = Vec::new();
+        let queued = queue_rows(
+            writer,
+            batch,
+            row_type,
+            op,
+            partitioned,
+            first,
+            &mut pending,
+        );
+        self.acknowledged(path, pending, done).await?;
+        queued.map_err(client_error(
+            &format!("cannot queue rows for '{path}'"),
+            &self.options.bootstrap_servers,
+        ))
+    }
+
     /// Awaits every queued write, counting the rows acknowledged in `done`; the
     /// first failure names the rows that were not.
     async fn acknowledged(
@@ -185,27 +231,25 @@ impl FlussWriter for ClusterSource {
         if_not_exists: bool,
     ) -> Result<()> {
         let descriptor = comment.map(|c| DatabaseDescriptor::builder().comment(c).build());
-        let (admin, owned) = (self.admin.clone(), name.to_string());
-        self.on_client(async move {
-            admin
-                .create_database(&owned, descriptor.as_ref(), if_not_exists)
-                .await
-        })
-        .await?
-        .map_err(client_error(
-            &format!("cannot create database '{name}'"),
-            &self.options.bootstrap_servers,
-        ))
+        let owned = name.to_string();
+        self.on_admin(
+            format!("cannot create database '{name}'"),
+            |admin| async move {
+                admin
+                    .create_database(&owned, descriptor.as_ref(), if_not_exists)
+                    .await
+            },
+        )
+        .await
     }
 
     async fn drop_database(&self, name: &str, if_exists: bool, cascade: bool) -> Result<()> {
-        let (admin, owned) = (self.admin.clone(), name.to_string());
-        self.on_client(async move { admin.drop_database(&owned, if_exists, cascade).await })
-            .await?
-            .map_err(client_error(
-                &format!("cannot drop database '{name}'"),
-                &self.options.bootstrap_servers,
-            ))
+        let owned = name.to_string();
+        self.on_admin(
+            format!("cannot drop database '{name}'"),
+            |admin| async move { admin.drop_database(&owned, if_exists, cascade).await },
+        )
+        .await
     }
 
     async fn create_table(
@@ -214,23 +258,20 @@ impl FlussWriter for ClusterSource {
         descriptor: &TableDescriptor,
         if_not_exists: bool,
     ) -> Result<()> {
-        let (admin, owned, descriptor) = (self.admin.clone(), path.clone(), descriptor.clone());
-        self.on_client(async move { admin.create_table(&owned, &descriptor, if_not_exists).await })
-            .await?
-            .map_err(client_error(
-                &format!("cannot create table '{path}'"),
-                &self.options.bootstrap_servers,
-            ))
+        let (owned, descriptor) = (path.clone(), descriptor.clone());
+        self.on_admin(
+            format!("cannot create table '{path}'"),
+            |admin| async move { admin.create_table(&owned, &descriptor, if_not_exists).await },
+        )
+        .await
     }
 
     async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()> {
-        let (admin, owned) = (self.admin.clone(), path.clone());
-        self.on_client(async move { admin.drop_table(&owned, if_exists).await })
-            .await?
-            .map_err(client_error(
-                &format!("cannot drop table '{path}'"),
-                &self.options.bootstrap_servers,
-            ))
+        let owned = path.clone();
+        self.on_admin(format!("cannot drop table '{path}'"), |admin| async move {
+            admin.drop_table(&owned, if_exists).await
+        })
+        .await
     }
 
     async fn write(
@@ -241,21 +282,7 @@ impl FlussWriter for ClusterSource {
         _memory: Option<&Arc<dyn MemoryPool>>,
     ) -> Result<WriteResult> {
         let table = self.get_table(path).await?;
-        let has_key = table.info.has_primary_key();
-        match (kind, has_key) {
-            (WriteKind::Append, true) => {
-                return Err(Error::invalid_input(format!(
-                    "'{path}' is a primary-key table: rows are upserted, not appended"
-                )));
-            }
-            (WriteKind::Append, false) => {}
-            (_, false) => {
-                return Err(Error::invalid_input(format!(
-                    "'{path}' is a log table (append only)"
-                )));
-            }
-            _ => {}
-        }
+        crate::source::writer::check_write_kind(&table, kind)?;
         let latest: SchemaRef = table.schemas.latest()?.arrow.clone();
         let row_type = Arc::new(table.info.row_type().clone());
         let keys = table.info.get_schema().primary_key_indexes();
@@ -286,25 +313,20 @@ impl FlussWriter for ClusterSource {
                     writer.insert(self.row_writer(path, kind, columns).await?)
                 }
             };
-            let mut pending = Vec::new();
             let first = result.rows;
-            let queued = queue_rows(
+            result.rows += batch.num_rows();
+            result.batches += 1;
+            self.send(
+                path,
                 writer,
                 full,
                 &row_type,
                 op,
                 partitioned,
                 first,
-                &mut pending,
-            );
-            result.rows += batch.num_rows();
-            result.batches += 1;
-            // what was queued is awaited even when queueing the rest failed
-            self.acknowledged(path, pending, &mut done).await?;
-            queued.map_err(client_error(
-                &format!("cannot queue rows for '{path}'"),
-                &self.options.bootstrap_servers,
-            ))?;
+                &mut done,
+            )
+            .await?;
         }
         // the cluster decides which rows update existing keys: rows, not records
         result.records = result.rows;
@@ -333,13 +355,11 @@ impl FlussWriter for ClusterSource {
                 AlterConfigOpType::Delete,
             ));
         }
-        let (admin, owned) = (self.admin.clone(), path.clone());
-        self.on_client(async move { admin.alter_table(&owned, false, changes).await })
-            .await?
-            .map_err(client_error(
-                &format!("cannot alter table '{path}'"),
-                &self.options.bootstrap_servers,
-            ))
+        let owned = path.clone();
+        self.on_admin(format!("cannot alter table '{path}'"), |admin| async move {
+            admin.alter_table(&owned, false, changes).await
+        })
+        .await
     }
 
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
@@ -357,25 +377,25 @@ impl FlussWriter for ClusterSource {
         deletes: &BooleanArray,
     ) -> Result<WriteResult> {
         let table = self.get_table(path).await?;
-        if !table.info.has_primary_key() {
-            return Err(Error::invalid_input(format!(
-                "'{path}' is a log table (append only)"
-            )));
-        }
+        crate::source::writer::check_write_kind(&table, WriteKind::Upsert)?;
         let latest = table.schemas.latest()?.arrow.clone();
         let full = conform_batch(rows, &latest)?;
         let row_type = Arc::new(table.info.row_type().clone());
         let writer = self.row_writer(path, WriteKind::Upsert, None).await?;
         let partitioned = table.info.is_partitioned();
-        let mut pending = Vec::new();
         let op = RowOp::Mixed(deletes);
-        let queued = queue_rows(&writer, full, &row_type, op, partitioned, 0, &mut pending);
         let mut done = 0;
-        self.acknowledged(path, pending, &mut done).await?;
-        queued.map_err(client_error(
-            &format!("cannot queue rows for '{path}'"),
-            &self.options.bootstrap_servers,
-        ))?;
+        self.send(
+            path,
+            &writer,
+            full,
+            &row_type,
+            op,
+            partitioned,
+            0,
+            &mut done,
+        )
+        .await?;
         Ok(WriteResult {
             rows: rows.num_rows(),
             records: rows.num_rows(),

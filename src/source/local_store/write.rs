@@ -173,20 +173,7 @@ impl LocalStore {
         kind: WriteKind,
     ) -> Result<TableWrite> {
         let table = self.get_table(path).await?;
-        match (kind, table.info.has_primary_key()) {
-            (WriteKind::Append, true) => {
-                return Err(Error::invalid_input(format!(
-                    "table '{path}' has a primary key: use upsert/delete instead of append"
-                )));
-            }
-            (WriteKind::Append, false) => {}
-            (_, false) => {
-                return Err(Error::invalid_input(format!(
-                    "table '{path}' has no primary key: upsert and delete need one (use append)"
-                )));
-            }
-            (_, true) => {}
-        }
+        crate::source::writer::check_write_kind(&table, kind)?;
         self.recover_table(guard, &table).await?;
         let builder = self.batch_builder(&table, kind != WriteKind::Append)?;
         Ok(TableWrite {
