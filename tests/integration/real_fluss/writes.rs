@@ -72,6 +72,14 @@ pub fn check(fluss: &mut RealFluss) -> Vec<String> {
             failures.push(format!("our write to the real cluster: {sql}: {e}"));
             return failures;
         }
+        // Fluss 0.9.1's coordinator can miss a new table (apache/fluss #2710): the
+        // harness waits until it knows the table, restarting it if it never will
+        if sql.starts_with("CREATE TABLE")
+            && let Err(e) = fluss.call(serde_json::json!({"cmd": "settle"}))
+        {
+            failures.push(format!("after {sql}: the coordinator did not settle: {e}"));
+            return failures;
+        }
     }
     // Flink cannot batch-read an Iceberg primary-key table at all (apache/fluss
     // #3048), so only Paimon's is tiered for it

@@ -95,6 +95,7 @@ final class Commands implements AutoCloseable {
             switch (name) {
                 case "sql":
                     sql(command);
+                    settle();
                     break;
                 case "query":
                     query(command, reply);
@@ -111,6 +112,7 @@ final class Commands implements AutoCloseable {
                                     new PartitionSpec(strings(command.path("spec"))),
                                     true)
                             .get();
+                    settle();
                     break;
                 case "drop_partition":
                     admin.dropPartition(
@@ -165,6 +167,9 @@ final class Commands implements AutoCloseable {
                     reply.put("remote_data_dir", cluster.remoteDataDir());
                     reply.put("warehouse", lakeConf.get("warehouse"));
                     break;
+                case "settle":
+                    settle();
+                    break;
                 case "shutdown":
                     break;
                 default:
@@ -197,6 +202,61 @@ final class Commands implements AutoCloseable {
             }
         }
         return s.toString();
+    }
+
+    /**
+     * Returns once the coordinator has taken in every table and partition ZooKeeper holds.
+     *
+     * <p>Fluss 0.9.1's coordinator can miss a table's creation: its CuratorCache may report
+     * the table's znode as created with the table's data already in it and never report the
+     * change the watcher waits for (apache/fluss #2710, fixed in {@code TableChangeWatcher}
+     * after 0.9). The table's buckets then never get a leader, and a partition created for it
+     * throws in the coordinator and leaves its request batch broken for every later event
+     * ("The NotifyLeaderAndIsr batch request ... is not empty"). A coordinator that starts
+     * loads every table from ZooKeeper, so one that has missed a table is restarted, as an
+     * operator would, before anything is written to the table.
+     */
+    private void settle() throws Exception {
+        java.util.Set<Long> tables = new java.util.HashSet<>();
+        java.util.Set<Long> partitions = new java.util.HashSet<>();
+        for (String database : admin.listDatabases().get()) {
+            for (String table : admin.listTables(database).get()) {
+                TablePath path = TablePath.of(database, table);
+                TableInfo info;
+                try {
+                    info = admin.getTableInfo(path).get();
+                } catch (ExecutionException e) {
+                    continue; // dropped meanwhile
+                }
+                tables.add(info.getTableId());
+                if (info.isPartitioned()) {
+                    for (PartitionInfo p : admin.listPartitionInfos(path).get()) {
+                        partitions.add(p.getPartitionId());
+                    }
+                }
+            }
+        }
+        for (int restart = 0; ; restart++) {
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (System.nanoTime() < deadline) {
+                if (cluster.coordinatorKnows(tables, partitions)) {
+                    return;
+                }
+                Thread.sleep(100);
+            }
+            if (restart == 2) {
+                throw new IllegalStateException(
+                        "the coordinator does not know tables " + tables + " / partitions "
+                                + partitions + " after two restarts");
+            }
+            System.err.println(
+                    "== the coordinator missed a table or partition in ZooKeeper (apache/fluss"
+                            + " #2710); restarting it");
+            cluster.stopCoordinator();
+            cluster.startCoordinator();
+            cluster.waitForServers(1 + cluster.runningTabletServers());
+            reconnect();
+        }
     }
 
     private void reconnect() throws Exception {

@@ -173,6 +173,26 @@ final class LocalCluster implements AutoCloseable {
         return f.get(target);
     }
 
+    /**
+     * Whether the coordinator's own context holds every one of these tables and partitions.
+     * Asked on the coordinator's event thread ({@code AccessContextEvent}, which upstream's
+     * tests use the same way), since that context is not safe to read from another thread.
+     */
+    boolean coordinatorKnows(java.util.Set<Long> tableIds, java.util.Set<Long> partitionIds)
+            throws Exception {
+        if (coordinator == null) {
+            return false;
+        }
+        org.apache.fluss.server.coordinator.event.AccessContextEvent<Boolean> ask =
+                new org.apache.fluss.server.coordinator.event.AccessContextEvent<>(
+                        context ->
+                                tableIds.stream().allMatch(context::containsTableId)
+                                        && partitionIds.stream()
+                                                .allMatch(context::containsPartitionId));
+        coordinator.getCoordinatorEventProcessor().getCoordinatorEventManager().put(ask);
+        return ask.getResultFuture().get(60, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
     int runningTabletServers() {
         return tablets.size();
     }
