@@ -257,6 +257,34 @@ pub async fn open(
     }
 }
 
+/// Adds the columns of `table`'s (new) Fluss schema that its lake table lacks, before
+/// that schema is written: "lake first", as Fluss's coordinator orders an `ALTER
+/// TABLE ... ADD` (`MetadataManager.alterTableSchema`), so no reader finds a Fluss
+/// column its lake has not got. A lake table not created yet gets every column when it
+/// is; a crash between the two steps leaves the lake a column ahead, which a retried
+/// ALTER finds there and skips.
+pub async fn add_lake_columns(location: &LakeLocation, table: &FlussTable) -> Result<()> {
+    match location.format {
+        LakeFormat::Paimon => {
+            let lake =
+                paimon::PaimonLake::open_with_options(&location.warehouse, &location.options)?;
+            if let Some(existing) = lake
+                .table(table.path.database(), table.path.table())
+                .await?
+            {
+                lake.sync_columns(existing, table).await?;
+            }
+            Ok(())
+        }
+        LakeFormat::Iceberg => iceberg::evolve::add_lake_columns(table, location).await,
+        other => Err(Error::unsupported(format!(
+            "lake format {} cannot take new columns here (paimon and iceberg can)",
+            other.name()
+        ))
+        .with_context("table", table.path.to_string())),
+    }
+}
+
 /// What a cached plan was made from, but its filter. A snapshot never changes once
 /// committed, but a table dropped and created again under its name starts a new lake
 /// table whose snapshot ids repeat the old ones (hence the Fluss table id), and a lake

@@ -31,7 +31,7 @@ pub use cluster::wire as cluster_wire;
 pub use cluster::{ClusterOptions, ClusterSource};
 pub use local_store::{LocalStore, LocalStoreOptions};
 pub use metadata::TableBucketOffsets;
-pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, WriteKind, WriteResult};
+pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, NewColumn, WriteKind, WriteResult};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
@@ -92,6 +92,32 @@ impl FlussTable {
             }
         }
         Ok(())
+    }
+
+    /// The table as it is once `schema` becomes its latest version, `schema_id`
+    /// (`ALTER TABLE ... ADD` evolves the lake with it before it is written).
+    pub fn with_schema(&self, schema_id: i32, schema: fluss::metadata::Schema) -> Result<Self> {
+        let info = &self.info;
+        let mut schemas = (*self.schemas).clone();
+        schemas.insert(crate::log::SchemaVersion::new(schema_id, schema.clone())?);
+        Ok(Self {
+            path: self.path.clone(),
+            info: TableInfo::new(
+                self.path.clone(),
+                info.get_table_id(),
+                schema_id,
+                schema,
+                info.get_bucket_keys().to_vec(),
+                info.get_partition_keys().clone(),
+                info.get_num_buckets(),
+                info.get_properties().clone(),
+                info.get_custom_properties().clone(),
+                info.get_comment().map(str::to_string),
+                info.get_created_time(),
+                info.get_modified_time(),
+            ),
+            schemas: Arc::new(schemas),
+        })
     }
 
     /// The lake format, when `table.datalake.enabled` is true.

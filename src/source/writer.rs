@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{BooleanArray, RecordBatch};
 use datafusion::execution::memory_pool::MemoryPool;
-use fluss::metadata::{TableDescriptor, TablePath};
+use fluss::metadata::{Column, DataType, Schema, TableDescriptor, TablePath};
 use futures::stream::BoxStream;
 
 use crate::error::Result;
@@ -99,6 +99,63 @@ pub(crate) fn check_alterable(
     )))
 }
 
+/// A column `ALTER TABLE ... ADD` appends to a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewColumn {
+    /// Its name.
+    pub name: String,
+    /// Its type; Fluss adds nullable columns only.
+    pub data_type: DataType,
+    /// Its comment.
+    pub comment: Option<String>,
+}
+
+/// `schema` with `columns` appended, by Fluss's rules and in its words
+/// (`SchemaUpdate.addColumn`, apache/fluss `fluss-server/.../coordinator/SchemaUpdate.java`):
+/// a new name, nullable, at the end. Each new column gets the next field id after the
+/// schema's highest, as Fluss's `Schema.Builder.fromSchema(...).column(...)` gives it,
+/// so the lake formats that map by field id keep finding old columns.
+pub(crate) fn schema_with_columns(
+    path: &TablePath,
+    schema: &Schema,
+    columns: &[NewColumn],
+) -> Result<Schema> {
+    let invalid = |message: String| {
+        crate::error::Error::invalid_input(message).with_context("table", path.to_string())
+    };
+    if columns.is_empty() {
+        return Err(invalid("ALTER TABLE ... ADD names no column".to_string()));
+    }
+    let mut all: Vec<Column> = schema.columns().to_vec();
+    let mut next_id = schema.highest_field_id();
+    for column in columns {
+        if all.iter().any(|c| c.name() == column.name) {
+            return Err(invalid(format!("Column {} already exists.", column.name)));
+        }
+        if !column.data_type.is_nullable() {
+            return Err(invalid(format!("Column {} must be nullable.", column.name)));
+        }
+        next_id += 1;
+        let mut added = Column::new(&column.name, column.data_type.clone()).with_id(next_id);
+        if let Some(comment) = &column.comment {
+            added = added.with_comment(comment);
+        }
+        all.push(added);
+    }
+    let mut builder = Schema::builder().with_columns(all);
+    if let Some(pk) = schema.primary_key() {
+        builder = builder
+            .primary_key_named(pk.constraint_name(), pk.column_names().to_vec())
+            .map_err(|e| invalid(e.to_string()))?;
+    }
+    for name in schema.auto_increment_col_names() {
+        builder = builder
+            .enable_auto_increment(name.as_str())
+            .map_err(|e| invalid(e.to_string()))?;
+    }
+    builder.build().map_err(|e| invalid(e.to_string()))
+}
+
 /// What a source that takes writes offers.
 #[async_trait]
 pub trait FlussWriter: Send + Sync {
@@ -150,6 +207,16 @@ pub trait FlussWriter: Send + Sync {
         let _ = (set, reset);
         Err(crate::error::Error::unsupported(format!(
             "ALTER TABLE '{path}' is not supported here"
+        )))
+    }
+
+    /// `ALTER TABLE path ADD ...`: appends nullable columns ([`schema_with_columns`]'s
+    /// rules), evolving the table's lake first when it has one, as Fluss's coordinator
+    /// does. Writers that cannot refuse it.
+    async fn add_columns(&self, path: &TablePath, columns: &[NewColumn]) -> Result<()> {
+        let _ = columns;
+        Err(crate::error::Error::unsupported(format!(
+            "ALTER TABLE '{path}' ADD is not supported here"
         )))
     }
 

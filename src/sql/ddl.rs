@@ -1,5 +1,5 @@
 //! DDL on the LocalStore: `CREATE DATABASE`, `CREATE TABLE` (Flink/Fluss syntax),
-//! `DROP TABLE`, `DROP DATABASE`.
+//! `DROP TABLE`, `DROP DATABASE`, and the columns of `ALTER TABLE ... ADD`.
 //!
 //! ```sql
 //! CREATE TABLE [IF NOT EXISTS] [db.]t (
@@ -20,6 +20,7 @@ use fluss::metadata::{
 
 use super::parse::{Cursor, is_keyword};
 use crate::error::{Error, Result};
+use crate::source::NewColumn;
 
 /// A parsed `CREATE TABLE`.
 #[derive(Debug, Clone, PartialEq)]
@@ -241,23 +242,78 @@ fn set_primary_key(spec: &mut CreateTable, columns: Vec<String>) -> Result<()> {
 
 fn parse_column(c: &mut Cursor, spec: &mut CreateTable) -> Result<()> {
     let name = c.ident()?;
+    let (data_type, comment, primary_key) = column_tail(c)?;
+    if primary_key {
+        set_primary_key(spec, vec![name.clone()])?;
+    }
+    spec.columns.push((name, data_type, comment));
+    Ok(())
+}
+
+/// A column's type and what may follow it: `[NOT] NULL`, `PRIMARY KEY [NOT
+/// ENFORCED]`, `COMMENT '...'`, in any order (whether it named the primary key).
+fn column_tail(c: &mut Cursor) -> Result<(DataType, Option<String>, bool)> {
     let mut data_type = parse_type(c)?;
-    let mut comment = None;
+    let (mut comment, mut primary_key) = (None, false);
     loop {
         if c.eat_keywords(&["not", "null"]) {
             data_type = data_type.as_non_nullable();
         } else if c.eat_keyword("null") {
         } else if c.eat_keywords(&["primary", "key"]) {
             c.eat_keywords(&["not", "enforced"]);
-            set_primary_key(spec, vec![name.clone()])?;
+            primary_key = true;
         } else if c.eat_keyword("comment") {
             comment = Some(c.string()?);
         } else {
             break;
         }
     }
-    spec.columns.push((name, data_type, comment));
-    Ok(())
+    Ok((data_type, comment, primary_key))
+}
+
+/// The columns of `ALTER TABLE t ADD ...`, after `ADD`: `[COLUMN] c TYPE [NULL]
+/// [COMMENT '...']`, Flink's `(c TYPE, ...)`, or more `, ADD [COLUMN] ...` clauses.
+/// Fluss appends nullable columns only (`SchemaUpdate.addColumn`), so a position
+/// (`FIRST`, `AFTER x`) and a key are refused here with its words.
+pub fn parse_add_columns(c: &mut Cursor) -> Result<Vec<NewColumn>> {
+    let mut columns = Vec::new();
+    loop {
+        let listed = c.eat(&Token::LParen);
+        if !listed {
+            c.eat_keyword("column");
+        }
+        loop {
+            let name = c.ident()?;
+            let (data_type, comment, primary_key) = column_tail(c)?;
+            if primary_key {
+                return Err(Error::invalid_input(format!(
+                    "ALTER TABLE cannot add column '{name}' to the primary key (Fluss adds \
+                     nullable columns only)"
+                )));
+            }
+            if c.eat_keyword("first") || c.eat_keyword("after") {
+                return Err(Error::invalid_input(format!(
+                    "ALTER TABLE cannot place column '{name}' FIRST or AFTER another: Fluss \
+                     adds columns at the end only"
+                )));
+            }
+            columns.push(NewColumn {
+                name,
+                data_type,
+                comment,
+            });
+            if !listed || !c.eat(&Token::Comma) {
+                break;
+            }
+        }
+        if listed {
+            c.expect(&Token::RParen)?;
+        }
+        if !(c.eat(&Token::Comma) && c.eat_keyword("add")) {
+            break;
+        }
+    }
+    Ok(columns)
 }
 
 fn fluss_err(e: fluss::error::Error) -> Error {

@@ -408,6 +408,13 @@ impl FlussSession {
                     .await?;
                 Ok(StatementResult::empty())
             }
+            Statement::AddColumns { name, columns } => {
+                let path = self.table_path(&name)?;
+                self.writer("ALTER TABLE")?
+                    .add_columns(&path, &columns)
+                    .await?;
+                Ok(StatementResult::empty())
+            }
             Statement::Call { procedure, args } => dml::call(self, &procedure, &args)
                 .await
                 .map(StatementResult::of),

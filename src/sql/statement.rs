@@ -39,6 +39,14 @@ pub enum Statement {
         /// Options reset (removed).
         reset: Vec<String>,
     },
+    /// `ALTER TABLE t ADD [COLUMN] c TYPE [COMMENT '...']` (or Flink's `ADD (c TYPE,
+    /// ...)`): nullable columns appended to the table.
+    AddColumns {
+        /// Table name as written.
+        name: Vec<String>,
+        /// The columns, in order.
+        columns: Vec<crate::source::NewColumn>,
+    },
     /// `CALL procedure('arg', ...)`.
     Call {
         /// Procedure name as written.
@@ -224,10 +232,15 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
                 }
             }
             c.expect(&Token::RParen)?;
+        } else if c.eat_keyword("add") {
+            let columns = super::ddl::parse_add_columns(&mut c)?;
+            c.expect_end()?;
+            return Ok(Statement::AddColumns { name, columns });
         } else {
             return Err(Error::unsupported(format!(
-                "ALTER TABLE ... {} is not supported yet (SET ('key' = 'value', ...) and \
-                 RESET ('key', ...) of table options are)",
+                "ALTER TABLE ... {} is not supported yet (ADD [COLUMN] c TYPE, SET ('key' = \
+                 'value', ...) and RESET ('key', ...) are; Fluss 1.0 cannot drop, rename or \
+                 modify columns)",
                 c.rest()
             )));
         }

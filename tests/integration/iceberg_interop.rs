@@ -101,6 +101,10 @@ impl Store {
         &self.session
     }
 
+    pub(super) fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub(super) fn store(&self) -> &LocalStore {
         &self.store
     }
@@ -336,7 +340,7 @@ fn python_json(script: &str, table_dir: &Path) -> Option<Value> {
 }
 
 /// pyiceberg's reading of a hadoop-layout table directory.
-fn pyiceberg_read(table_dir: &Path) -> Option<Value> {
+pub(super) fn pyiceberg_read(table_dir: &Path) -> Option<Value> {
     python_json("read_iceberg.py", table_dir)
 }
 

@@ -20,4 +20,5 @@ mod no_silent_loss;
 mod object_storage;
 mod pypaimon_interop;
 mod real_fluss;
+mod schema_evolution;
 mod union_read;

@@ -142,7 +142,7 @@ fn typed_rows(ids: &[i64], name_suffix: &str) -> RecordBatch {
     .unwrap()
 }
 
-fn pypaimon_read(python: &Path, warehouse: &Path, ident: &str) -> Value {
+pub(super) fn pypaimon_read(python: &Path, warehouse: &Path, ident: &str) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/read_paimon.py");
     let out = std::process::Command::new(python)
         .arg(script)

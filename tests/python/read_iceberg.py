@@ -5,11 +5,12 @@ print JSON.
 Usage: read_iceberg.py <table dir>   (the directory holding metadata/)
 
 Prints {"rows": [...], "snapshots": [{"snapshot_id", "operation", "summary"}]}:
-rows sorted by (id, __offset), timestamps as ISO strings, snapshots in commit
+rows sorted by (id, __offset), timestamps as ISO strings, decimals as text, snapshots in commit
 order. Reads through pyiceberg's own planner and ArrowScan, independent of this
 crate's reader.
 """
 
+import decimal
 import json
 import os
 import sys
@@ -37,6 +38,8 @@ def main(argv):
         for key, value in row.items():
             if hasattr(value, "isoformat"):
                 row[key] = value.isoformat()
+            elif isinstance(value, decimal.Decimal):
+                row[key] = str(value)
     rows.sort(key=lambda r: (r.get("id"), r.get("__offset")))
     snapshots = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)
     out = {

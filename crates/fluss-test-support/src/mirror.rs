@@ -19,7 +19,7 @@ use fluss_datafusion::lake::tiering::TieringResult;
 use fluss_datafusion::log::{ChangelogBatch, LogRange, LogReadOptions};
 use fluss_datafusion::source::{
     BucketLocation, BucketOffsets, ClusterOptions, ClusterSource, FlussSource, FlussTable,
-    FlussWriter, LocalStore, ReadableSnapshot, WriteKind, WriteResult,
+    FlussWriter, LocalStore, NewColumn, ReadableSnapshot, WriteKind, WriteResult,
 };
 use fluss_datafusion::{Error, Result};
 use futures::stream::BoxStream;
@@ -260,6 +260,12 @@ impl FlussWriter for MirroredSource {
         reset: &[String],
     ) -> Result<()> {
         let r = FlussWriter::alter_table_options(&*self.store, path, set, reset).await;
+        self.reload().await?;
+        r
+    }
+
+    async fn add_columns(&self, path: &TablePath, columns: &[NewColumn]) -> Result<()> {
+        let r = FlussWriter::add_columns(&*self.store, path, columns).await;
         self.reload().await?;
         r
     }

@@ -24,7 +24,7 @@ use fluss_datafusion::lake::tiering::TieringResult;
 use fluss_datafusion::log::{ChangelogBatch, LogRange, LogReadOptions};
 use fluss_datafusion::source::{
     BucketLocation, BucketOffsets, ClusterOptions, ClusterSource, FlussSource, FlussTable,
-    FlussWriter, ReadableSnapshot, WriteKind, WriteResult,
+    FlussWriter, NewColumn, ReadableSnapshot, WriteKind, WriteResult,
 };
 use fluss_datafusion::{Error, Result};
 use futures::TryStreamExt;
@@ -425,6 +425,29 @@ impl FlussWriter for RealClusterSource {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Through Flink's catalog: `ALTER TABLE t ADD (c TYPE [COMMENT '...'], ...)`.
+    async fn add_columns(&self, path: &TablePath, columns: &[NewColumn]) -> Result<()> {
+        let quote = |v: &str| format!("'{}'", v.replace('\'', "''"));
+        let listed: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                let comment = c
+                    .comment
+                    .as_deref()
+                    .map(|t| format!(" COMMENT {}", quote(t)))
+                    .unwrap_or_default();
+                format!("`{}` {}{comment}", c.name, c.data_type)
+            })
+            .collect();
+        self.flink_sql(format!(
+            "ALTER TABLE `{}`.`{}` ADD ({})",
+            path.database(),
+            path.table(),
+            listed.join(", ")
+        ))
+        .await
     }
 
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {

@@ -16,6 +16,7 @@
 mod catalog;
 mod delete_reader;
 mod deletes;
+pub(crate) mod evolve;
 mod hadoop;
 mod predicate;
 mod row_delta;

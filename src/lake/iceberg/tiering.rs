@@ -311,15 +311,11 @@ pub(in crate::lake) async fn tier(
     // A new lake table is clean (Fluss 1.0); one that exists keeps its layout, legacy
     // if it has `__timestamp` (as Fluss's writers decide, `PaimonUtils.isLegacyTable`).
     let existing = catalog.load_optional(&ident).await?;
-    let legacy = existing.as_ref().is_some_and(|t| {
-        t.metadata()
-            .current_schema()
-            .field_by_name(crate::lake::LEGACY_SYSTEM_COLUMNS[2])
-            .is_some()
-    });
+    let legacy = existing.as_ref().is_some_and(super::evolve::is_legacy);
     let layout = table_layout(table, legacy)?;
     let lake = match existing {
-        Some(lake) => lake,
+        // columns an ALTER TABLE added and a crash kept from the lake come now
+        Some(lake) => super::evolve::sync_columns(&catalog, lake, &layout).await?,
         None => catalog.ensure_table(&ident, &layout).await?,
     };
     check_lake_table_is_ours(store, table, async || {

@@ -141,7 +141,7 @@ impl PaimonLake {
     pub async fn ensure_table(&self, table: &FlussTable) -> Result<paimon::table::Table> {
         let (db, name) = (table.path.database(), table.path.table());
         if let Some(t) = self.table(db, name).await? {
-            return Ok(t);
+            return self.sync_columns(t, table).await;
         }
         let full = table.path.to_string();
         self.catalog
@@ -155,6 +155,66 @@ impl PaimonLake {
             .map_err(lake_error("cannot create the Paimon table", &full))?;
         self.table(db, name).await?.ok_or_else(|| {
             Error::internal("Paimon table missing after create").with_context("table", full)
+        })
+    }
+}
+
+impl PaimonLake {
+    /// Adds to `lake` the columns of `table`'s Fluss schema it lacks (`ALTER TABLE ...
+    /// ADD`), nullable and after the last user column (before the legacy system
+    /// columns), as Fluss's `PaimonLakeCatalog.alterTable` does; returns the table as
+    /// altered. Paimon gives each a new field id, so older data files read it as NULL.
+    pub async fn sync_columns(
+        &self,
+        lake: paimon::table::Table,
+        table: &FlussTable,
+    ) -> Result<paimon::table::Table> {
+        let fields = lake.schema().fields();
+        let mut last_user = fields
+            .iter()
+            .map(|f| f.name())
+            .take_while(|n| !crate::lake::LEGACY_SYSTEM_COLUMNS.contains(n))
+            .last()
+            .map(str::to_string);
+        let legacy = fields.len()
+            > fields
+                .iter()
+                .take_while(|f| !crate::lake::LEGACY_SYSTEM_COLUMNS.contains(&f.name()))
+                .count();
+        let mut changes = Vec::new();
+        for column in table.info.get_schema().columns() {
+            if fields.iter().any(|f| f.name() == column.name()) {
+                continue;
+            }
+            let name = column.name().to_string();
+            changes.push(paimon::spec::SchemaChange::AddColumn {
+                field_names: vec![name.clone()],
+                data_type: paimon_type(column.data_type(), true)?,
+                comment: column.comment().map(str::to_string),
+                column_move: match (&last_user, legacy) {
+                    (Some(after), true) => Some(paimon::spec::ColumnMove::move_after(
+                        name.clone(),
+                        after.clone(),
+                    )),
+                    _ => None,
+                },
+            });
+            last_user = Some(name);
+        }
+        if changes.is_empty() {
+            return Ok(lake);
+        }
+        let (db, name) = (table.path.database(), table.path.table());
+        let full = table.path.to_string();
+        self.catalog
+            .alter_table(&Identifier::new(db, name), changes, false)
+            .await
+            .map_err(lake_error(
+                "cannot add the columns to the Paimon table",
+                &full,
+            ))?;
+        self.table(db, name).await?.ok_or_else(|| {
+            Error::internal("Paimon table missing after alter").with_context("table", full)
         })
     }
 }

@@ -17,8 +17,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::memory_pool::MemoryPool;
 use fluss::client::{AppendWriter, UpsertWriter, WriteResultFuture};
 use fluss::metadata::{
-    AlterConfig, AlterConfigOpType, AlterTableChanges, DatabaseDescriptor, RowType,
-    TableDescriptor, TablePath,
+    AddColumn, AlterConfig, AlterConfigOpType, AlterTableChanges, ColumnPositionType,
+    DatabaseDescriptor, JsonSerde, RowType, TableDescriptor, TablePath,
 };
 use fluss::row::ColumnarRow;
 use futures::TryStreamExt;
@@ -28,7 +28,7 @@ use super::{ClusterSource, client_error};
 use crate::error::{Error, Result};
 use crate::lake::tiering::TieringResult;
 use crate::source::conform::{conform_batch, conform_keys, partial_columns};
-use crate::source::{FlussSource, FlussWriter, WriteKind, WriteResult};
+use crate::source::{FlussSource, FlussWriter, NewColumn, WriteKind, WriteResult};
 
 /// The fluss-rs writer of one statement.
 enum RowWriter {
@@ -359,6 +359,26 @@ impl FlussWriter for ClusterSource {
         self.on_admin(format!("cannot alter table '{path}'"), |admin| async move {
             admin.alter_table(&owned, false, changes).await
         })
+        .await
+    }
+
+    /// The cluster's coordinator applies Fluss's rules and evolves the lake first.
+    async fn add_columns(&self, path: &TablePath, columns: &[NewColumn]) -> Result<()> {
+        let mut changes = AlterTableChanges::default();
+        for column in columns {
+            let data_type_json = serde_json::to_vec(&column.data_type.serialize_json()?)?;
+            changes.add_columns.push(AddColumn {
+                column_name: column.name.clone(),
+                data_type_json,
+                comment: column.comment.clone(),
+                position: ColumnPositionType::Last,
+            });
+        }
+        let owned = path.clone();
+        self.on_admin(
+            format!("cannot add columns to table '{path}'"),
+            |admin| async move { admin.alter_table(&owned, false, changes).await },
+        )
         .await
     }
 

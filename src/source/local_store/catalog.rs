@@ -17,7 +17,8 @@ use crate::source::layout::{self, validate_name, validate_partition_name};
 use crate::source::metadata::{
     DatabaseRegistration, LakeSnapshotEntry, PartitionRegistration, TableRegistration,
 };
-use crate::source::{FlussSource, FlussTable, MAX_BUCKETS};
+use crate::source::writer::schema_with_columns;
+use crate::source::{FlussSource, FlussTable, MAX_BUCKETS, NewColumn};
 
 impl LocalStore {
     /// The next value of an id counter (`table_seqid`, `partition_seqid`); the caller
@@ -297,6 +298,41 @@ impl LocalStore {
         self.with_lake_defaults(&mut registration.properties)?;
         registration.modified_time = now_millis();
         self.put_json(&node, serde_json::to_vec(&registration)?)
+            .await
+    }
+
+    /// `ALTER TABLE path ADD ...`: the next schema version, with `columns` appended by
+    /// Fluss's rules, written after the table's lake table took them (lake first, as
+    /// Fluss's coordinator does). Batches written from now on carry the new schema id;
+    /// older batches and lake files read the new columns as NULL.
+    pub async fn add_columns(&self, path: &TablePath, columns: &[NewColumn]) -> Result<()> {
+        let mut guard = self.write_guard().await?;
+        let table = self.get_table(path).await?;
+        // the bucket assigner and key-value state kept for it know the old row type
+        guard.forget_table(table.table_id());
+        for column in columns {
+            if column.name.starts_with("__") {
+                return Err(Error::invalid_input(format!(
+                    "column name '{}' is reserved for system columns",
+                    column.name
+                )));
+            }
+        }
+        let schema = schema_with_columns(path, table.info.get_schema(), columns)?;
+        let schema_id = table.info.get_schema_id() + 1;
+        let evolved = table.with_schema(schema_id, schema.clone())?;
+        if evolved.lake_format().is_some() {
+            let location = self.lake_location(&evolved).await?;
+            crate::lake::add_lake_columns(&location, &evolved).await?;
+        }
+        let node = layout::schema_node(path, schema_id);
+        if self.storage.read_optional(&node).await?.is_some() {
+            return Err(Error::data_invalid(format!(
+                "schema {schema_id} of table '{path}' exists already"
+            ))
+            .with_context("file", node));
+        }
+        self.put_json(&node, serde_json::to_vec(&schema.serialize_json()?)?)
             .await
     }
 

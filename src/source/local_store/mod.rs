@@ -599,6 +599,10 @@ impl FlussWriter for LocalStore {
         LocalStore::alter_table_options(self, path, set, reset).await
     }
 
+    async fn add_columns(&self, path: &TablePath, columns: &[super::NewColumn]) -> Result<()> {
+        LocalStore::add_columns(self, path, columns).await
+    }
+
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         crate::lake::tiering::tier(self, path).await
     }
