@@ -18,11 +18,12 @@ use fluss_datafusion::storage::FaultInjector;
 /// Rows of a table as `(id, v)`, sorted.
 type Rows = Vec<(i64, String)>;
 
-/// The model: the rows of `logt` and `pk` after a statement.
+/// The model: the rows of `logt` and `pk` after a statement, and `pk`'s columns.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct Model {
     logt: Option<Rows>,
     pk: Option<Rows>,
+    pk_columns: Option<Vec<String>>,
 }
 
 fn rows(pairs: &[(i64, &str)]) -> Option<Rows> {
@@ -43,7 +44,14 @@ fn script() -> Vec<(&'static str, Model)> {
     let pk_last = [(2, "b"), (4, "u"), (5, "u")];
     let model = |logt: Option<&[(i64, &str)]>, pk: Option<&[(i64, &str)]>| Model {
         logt: logt.and_then(rows),
+        pk_columns: pk.map(|_| vec!["id".to_string(), "v".to_string()]),
         pk: pk.and_then(rows),
+    };
+    let with_note = |mut m: Model| {
+        if let Some(columns) = m.pk_columns.as_mut() {
+            columns.push("note".to_string());
+        }
+        m
     };
     vec![
         (
@@ -93,10 +101,19 @@ fn script() -> Vec<(&'static str, Model)> {
             "DELETE FROM pk WHERE id IN (SELECT id FROM logt WHERE v = 'c')",
             model(Some(&log9), Some(&pk_last)),
         ),
-        ("CALL fluss.tier('pk')", model(Some(&log9), Some(&pk_last))),
+        // a new schema version after the lake's first round: the lake table takes the
+        // column first, then the store writes the schema; the next round tiers both
+        (
+            "ALTER TABLE pk ADD COLUMN note STRING",
+            with_note(model(Some(&log9), Some(&pk_last))),
+        ),
+        (
+            "CALL fluss.tier('pk')",
+            with_note(model(Some(&log9), Some(&pk_last))),
+        ),
         (
             "CALL fluss.tier('logt')",
-            model(Some(&log9), Some(&pk_last)),
+            with_note(model(Some(&log9), Some(&pk_last))),
         ),
     ]
 }
@@ -125,6 +142,32 @@ async fn table_rows(session: &FlussSession, table: &str) -> Option<Rows> {
     Some(out)
 }
 
+async fn table_columns(session: &FlussSession, table: &str) -> Option<Vec<String>> {
+    let batches = session
+        .execute(&format!(
+            "SELECT column_name FROM information_schema.columns \
+             WHERE table_name = '{table}' ORDER BY ordinal_position"
+        ))
+        .await
+        .ok()?;
+    let mut names = Vec::new();
+    for batch in &batches {
+        let column = datafusion::arrow::compute::cast(
+            batch.column(0),
+            &datafusion::arrow::datatypes::DataType::Utf8,
+        )
+        .ok()?;
+        names.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string),
+        );
+    }
+    (!names.is_empty()).then_some(names)
+}
+
 /// The store as the model sees it; the lake side of a tiered table never holds a
 /// row twice either.
 async fn observe(root: &Path) -> Model {
@@ -132,6 +175,7 @@ async fn observe(root: &Path) -> Model {
     let model = Model {
         logt: table_rows(&session, "logt").await,
         pk: table_rows(&session, "pk").await,
+        pk_columns: table_columns(&session, "pk").await,
     };
     for (table, rows) in [("logt", &model.logt), ("pk", &model.pk)] {
         if rows.is_none() {
