@@ -71,6 +71,7 @@ pub mod log;
 pub mod provider;
 pub mod source;
 pub mod storage;
+pub mod table;
 pub mod union;
 
 /// SQL over a Fluss source: DDL, DML, `CALL fluss.tier` ([`sql::FlussSession`]).

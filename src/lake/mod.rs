@@ -20,6 +20,7 @@ mod columns;
 pub mod iceberg;
 pub mod paimon;
 mod plan;
+pub mod predicate;
 pub mod tiering;
 
 use std::collections::HashMap;
@@ -37,7 +38,7 @@ pub use self::plan::{
     ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask,
 };
 use crate::error::{Error, Result};
-use crate::source::FlussTable;
+use crate::table::FlussTable;
 use crate::storage::redact;
 
 /// Commit user of every snapshot written by Fluss tiering

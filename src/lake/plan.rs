@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::union::filters::LakePredicate;
+use crate::lake::predicate::LakePredicate;
 
 /// What the provider asks a lake to plan.
 #[derive(Debug, Clone)]

@@ -19,11 +19,10 @@ pub mod prefetch;
 pub(crate) mod writer;
 
 use std::fmt::Debug;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
-use fluss::metadata::{DataLakeFormat, PartitionInfo, TableInfo, TablePath};
+use fluss::metadata::{PartitionInfo, TableInfo, TablePath};
 use futures::stream::BoxStream;
 
 #[doc(hidden)]
@@ -33,147 +32,11 @@ pub use local_store::{LocalStore, LocalStoreOptions};
 pub use metadata::TableBucketOffsets;
 pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, NewColumn, WriteKind, WriteResult};
 
+pub use crate::table::{BucketLocation, BucketOffsets, FlussTable, LAKE_FORMAT_PROPERTY, MAX_BUCKETS};
+
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
-use crate::log::{ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
-
-/// A table as a source describes it: Fluss's `TableInfo` plus every schema version
-/// (log batches written under older schema ids must still decode).
-#[derive(Debug, Clone)]
-pub struct FlussTable {
-    /// `database.table`.
-    pub path: TablePath,
-    /// Table metadata at its latest schema.
-    pub info: TableInfo,
-    /// All schema versions by id.
-    pub schemas: Arc<SchemaHistory>,
-}
-
-impl FlussTable {
-    /// The table id.
-    pub fn table_id(&self) -> i64 {
-        self.info.get_table_id()
-    }
-
-    /// Checks what a reader relies on before it plans anything: a known lake format,
-    /// a bucket count it can enumerate, and keys that name columns. Sources call it
-    /// when they load a table, so a damaged registration fails at open naming the
-    /// file instead of hiding the log or the lake.
-    pub fn validate(&self) -> Result<()> {
-        let info = &self.info;
-        let buckets = info.get_num_buckets();
-        if !(1..=MAX_BUCKETS).contains(&buckets) {
-            return Err(Error::data_invalid(format!(
-                "bucket count {buckets} is out of range (1..={MAX_BUCKETS})"
-            )));
-        }
-        if let Some(format) = info.get_properties().get(LAKE_FORMAT_PROPERTY)
-            && format.parse::<DataLakeFormat>().is_err()
-        {
-            return Err(Error::data_invalid(format!(
-                "unknown '{LAKE_FORMAT_PROPERTY}' value '{format}' (expected paimon, iceberg or lance)"
-            )));
-        }
-        let columns = info.get_schema().column_names();
-        let keys = info
-            .get_bucket_keys()
-            .iter()
-            .map(|k| ("bucket key", k))
-            .chain(
-                info.get_partition_keys()
-                    .iter()
-                    .map(|k| ("partition key", k)),
-            );
-        for (kind, key) in keys {
-            if !columns.contains(&key.as_str()) {
-                return Err(Error::data_invalid(format!(
-                    "{kind} '{key}' is not a column of the table"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// The table as it is once `schema` becomes its latest version, `schema_id`
-    /// (`ALTER TABLE ... ADD` evolves the lake with it before it is written).
-    pub fn with_schema(&self, schema_id: i32, schema: fluss::metadata::Schema) -> Result<Self> {
-        let info = &self.info;
-        let mut schemas = (*self.schemas).clone();
-        schemas.insert(crate::log::SchemaVersion::new(schema_id, schema.clone())?);
-        Ok(Self {
-            path: self.path.clone(),
-            info: TableInfo::new(
-                self.path.clone(),
-                info.get_table_id(),
-                schema_id,
-                schema,
-                info.get_bucket_keys().to_vec(),
-                info.get_partition_keys().clone(),
-                info.get_num_buckets(),
-                info.get_properties().clone(),
-                info.get_custom_properties().clone(),
-                info.get_comment().map(str::to_string),
-                info.get_created_time(),
-                info.get_modified_time(),
-            ),
-            schemas: Arc::new(schemas),
-        })
-    }
-
-    /// The lake format, when `table.datalake.enabled` is true.
-    pub fn lake_format(&self) -> Option<DataLakeFormat> {
-        let enabled = self
-            .info
-            .get_properties()
-            .get("table.datalake.enabled")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        if !enabled {
-            return None;
-        }
-        self.configured_lake_format()
-    }
-
-    /// The lake format from properties even when the lake is disabled (bucketing).
-    /// [`FlussTable::validate`] has checked that the value parses.
-    pub fn configured_lake_format(&self) -> Option<DataLakeFormat> {
-        self.info
-            .get_properties()
-            .get(LAKE_FORMAT_PROPERTY)
-            .and_then(|f| f.parse().ok())
-    }
-}
-
-/// Table property naming the lake format (`paimon`, `iceberg`, `lance`).
-pub const LAKE_FORMAT_PROPERTY: &str = "table.datalake.format";
-
-/// Most buckets a table may have: Fluss's `max.bucket.num` default. A registration
-/// claiming more is damaged (every bucket is listed when a query is planned).
-pub const MAX_BUCKETS: i32 = 128_000;
-
-/// One bucket of a table or of one of its partitions.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct BucketLocation {
-    /// Partition id and name, for partitioned tables.
-    pub partition: Option<(i64, String)>,
-    /// Bucket id.
-    pub bucket: i32,
-}
-
-impl BucketLocation {
-    /// The partition id, if any.
-    pub fn partition_id(&self) -> Option<i64> {
-        self.partition.as_ref().map(|(id, _)| *id)
-    }
-}
-
-/// Earliest offset and high watermark of a bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BucketOffsets {
-    /// First offset still in the log.
-    pub earliest: i64,
-    /// Offset after the last complete batch (exclusive).
-    pub high_watermark: i64,
-}
+use crate::log::{ChangelogBatch, LogRange, LogReadOptions};
 
 /// The lake snapshot a union read may use, with the exclusive end offset tiered into
 /// it for each bucket.

@@ -10,9 +10,10 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::log::LogRange;
-use crate::source::{BucketLocation, BucketOffsets, FlussSource, FlussTable, ReadableSnapshot};
+use crate::source::{BucketLocation, FlussSource, FlussTable, ReadableSnapshot};
+pub use crate::table::bucket_range;
 
 /// The log range of one bucket in the cut.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,80 +105,4 @@ pub async fn plan_cut(
         buckets.push(BucketCut { location, range });
     }
     Ok(UnionCut { snapshot, buckets })
-}
-
-/// The log range a bucket contributes: from the offset tiered into the snapshot (or
-/// the earliest offset when nothing of the bucket is tiered) to the high watermark.
-///
-/// The lake holds exactly the offsets below `tiered`, so the log must still hold
-/// `[tiered, high watermark)`: if retention removed offsets the lake never got, or
-/// the lake claims offsets the log never had, the union would silently lose or
-/// duplicate rows. Both are errors naming the range.
-pub fn bucket_range(tiered: Option<i64>, offsets: BucketOffsets) -> Result<LogRange> {
-    let BucketOffsets {
-        earliest,
-        high_watermark,
-    } = offsets;
-    if earliest < 0 || high_watermark < earliest {
-        return Err(Error::data_invalid(format!(
-            "bucket offsets are inconsistent: earliest {earliest}, high watermark {high_watermark}"
-        )));
-    }
-    let Some(tiered) = tiered else {
-        return Ok(LogRange::new(earliest, high_watermark));
-    };
-    if tiered < earliest {
-        return Err(Error::data_invalid(format!(
-            "offsets [{tiered}, {earliest}) are neither in the lake snapshot nor in the log: \
-             the log starts at {earliest} but the lake holds offsets below {tiered} only"
-        ))
-        .with_context("missing_offsets", format!("[{tiered}, {earliest})")));
-    }
-    if tiered > high_watermark {
-        return Err(Error::data_invalid(format!(
-            "the lake snapshot claims offsets up to {tiered} but the log ends at {high_watermark}"
-        )));
-    }
-    Ok(LogRange::new(tiered, high_watermark))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn offsets(earliest: i64, high_watermark: i64) -> BucketOffsets {
-        BucketOffsets {
-            earliest,
-            high_watermark,
-        }
-    }
-
-    #[test]
-    fn a_bucket_reads_from_its_tiered_offset_or_the_earliest() {
-        assert_eq!(
-            bucket_range(Some(24), offsets(0, 40)).unwrap(),
-            LogRange::new(24, 40)
-        );
-        assert_eq!(
-            bucket_range(None, offsets(10, 40)).unwrap(),
-            LogRange::new(10, 40)
-        );
-        assert_eq!(
-            bucket_range(Some(40), offsets(40, 40)).unwrap(),
-            LogRange::new(40, 40)
-        );
-    }
-
-    #[test]
-    fn a_log_that_no_longer_covers_the_tiered_offset_is_an_error() {
-        let e = bucket_range(Some(24), offsets(30, 40)).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::DataInvalid);
-        assert_eq!(e.context_value("missing_offsets"), Some("[24, 30)"));
-    }
-
-    #[test]
-    fn a_tiered_offset_past_the_log_end_is_an_error() {
-        let e = bucket_range(Some(1000), offsets(0, 40)).unwrap_err();
-        assert!(e.to_string().contains("up to 1000"), "{e}");
-    }
 }

@@ -12,7 +12,7 @@ use super::hadoop::HadoopCatalog;
 use super::schema::{IcebergTableLayout, table_layout};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::{LEGACY_SYSTEM_COLUMNS, LakeLocation};
-use crate::source::FlussTable;
+use crate::table::FlussTable;
 
 /// Whether `lake` carries the legacy system columns (created before Fluss 1.0).
 pub(super) fn is_legacy(lake: &Table) -> bool {

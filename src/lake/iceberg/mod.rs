@@ -39,7 +39,7 @@ use crate::error::{Error, Result};
 use crate::lake::columns::{ValueKind, check_lake_columns};
 use crate::lake::lake_error;
 use crate::lake::{LakeLocation, LakePlan, LakeScanRequest, LakeSnapshot, LakeTable, MergeTask};
-use crate::source::FlussTable;
+use crate::table::FlussTable;
 
 /// Table property naming the Iceberg warehouse.
 pub const WAREHOUSE_PROPERTY: &str = "table.datalake.iceberg.warehouse";

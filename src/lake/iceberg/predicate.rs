@@ -8,7 +8,7 @@ use datafusion::scalar::ScalarValue;
 use iceberg::expr::{Predicate, Reference};
 use iceberg::spec::{Datum, PrimitiveType, Schema, Type};
 
-use crate::union::filters::{CompareOp, Comparison, LakePredicate, integer_literal};
+use crate::lake::predicate::{CompareOp, Comparison, LakePredicate, integer_literal};
 
 /// `predicate` over the columns of `schema`, if any part can be expressed.
 pub fn to_iceberg_predicate(schema: &Schema, predicate: &LakePredicate) -> Option<Predicate> {

@@ -26,7 +26,7 @@ use iceberg::spec::{
 use crate::error::{Error, Result};
 use crate::lake::{LEGACY_SYSTEM_COLUMNS, system_column};
 use crate::log::ChangelogBatch;
-use crate::source::FlussTable;
+use crate::table::FlussTable;
 
 /// Parquet field-id metadata key the `iceberg` writer matches columns by.
 const FIELD_ID_KEY: &str = "PARQUET:field_id";

@@ -33,7 +33,7 @@ use futures::stream::BoxStream;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::columns::{ValueKind, check_lake_columns};
 use crate::lake::{LakeLocation, LakePlan, LakeScanRequest, LakeSnapshot, LakeTable, MergeTask};
-use crate::source::FlussTable;
+use crate::table::FlussTable;
 
 /// Table property naming the Paimon warehouse.
 pub const WAREHOUSE_PROPERTY: &str = "table.datalake.paimon.warehouse";

@@ -21,7 +21,7 @@ use super::sections;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::from_arrow58;
 use crate::lake::{ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
-use crate::union::filters::{CompareOp, Comparison, LakePredicate, integer_literal};
+use crate::lake::predicate::{CompareOp, Comparison, LakePredicate, integer_literal};
 
 fn lake_err(message: &str) -> impl FnOnce(paimon::Error) -> Error {
     let message = message.to_string();
