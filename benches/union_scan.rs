@@ -25,9 +25,9 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_alloc::PeakTrackingAllocator;
 use fluss_datafusion::lake::LakeScanRequest;
-use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::provider::FlussCatalog;
 use fluss_datafusion::source::{FlussSource, LocalStore};
+use fluss_datafusion::tier;
 
 /// mimalloc (as fluss-sql and fluss-bench use) with live and peak heap bytes counted,
 /// to show PK merge memory follows the tail.

@@ -11,9 +11,9 @@ use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::SessionContext;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
-use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::provider::FlussCatalog;
 use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::tier;
 
 fn events(ids: &[i64], users: &[&str]) -> Result<RecordBatch, Box<dyn std::error::Error>> {
     Ok(RecordBatch::try_from_iter(vec![

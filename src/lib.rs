@@ -82,6 +82,6 @@ pub mod sql;
 pub mod fuzz;
 
 pub use error::{Error, ErrorKind, Result};
-pub use lake::tiering::tier;
 pub use provider::{FlussCatalog, FlussTableProvider, FlussWriteRule};
+pub use source::local_store::tiering::tier;
 pub use source::{FlussSource, LocalStore};

@@ -148,6 +148,15 @@ pub struct BucketOffsets {
     pub high_watermark: i64,
 }
 
+/// The wall clock in milliseconds since the epoch, as Fluss stamps creation and
+/// modification times and Paimon commit identifiers.
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
 /// The log range a bucket contributes: from the offset tiered into the snapshot (or
 /// the earliest offset when nothing of the bucket is tiered) to the high watermark.
 ///

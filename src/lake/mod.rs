@@ -38,8 +38,8 @@ pub use self::plan::{
     ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask,
 };
 use crate::error::{Error, Result};
-use crate::table::FlussTable;
 use crate::storage::redact;
+use crate::table::FlussTable;
 
 /// Commit user of every snapshot written by Fluss tiering
 /// (`LakeTieringFactory.FLUSS_LAKE_TIERING_COMMIT_USER`).

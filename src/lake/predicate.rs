@@ -72,4 +72,3 @@ pub(crate) fn integer_literal(value: &ScalarValue) -> Option<i64> {
         _ => None,
     }
 }
-

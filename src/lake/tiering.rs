@@ -1,23 +1,20 @@
-//! Tiering the LocalStore's log into the table's lake, as the Fluss tiering service
-//! does (`docs/reference/fluss-formats.md` §3): one run tiers every bucket from its
-//! last tiered offset to its end and commits one lake snapshot. Each format writes its
-//! own files (`paimon/tiering.rs`, `iceberg/tiering.rs`); this module runs one at a time, under the store's
-//! writer lock, after rolling back an interrupted write statement.
+//! The lake side of tiering, format by format, as Fluss splits it
+//! (`LakeTieringFactory` → `LakeWriter` / `LakeCommitter`): a [`LakeWriter`] writes a
+//! round's changelog into the lake table, prepares, and commits one snapshot whose
+//! `fluss-offsets` property names the round's offsets file; [`find_commit`] finds
+//! that snapshot again after a crash. Nothing here knows the LocalStore: the round
+//! itself (writer lock, cut, offsets file, pending marker, registration, recovery) is
+//! written once, in `source/local_store/tiering.rs`
+//! (`docs/reference/fluss-formats.md` §3).
 
-use bytes::Bytes;
-use fluss::metadata::TablePath;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
 
-use super::LakeFormat;
-
-use crate::error::{Error, ErrorKind, Result};
-use crate::log::LogRange;
-use crate::source::layout;
-use crate::source::local_store::WriteGuard;
-use crate::source::metadata::{LakeSnapshotEntry, TableBucketOffsets};
-use crate::source::{BucketLocation, FlussSource, FlussTable, LocalStore};
-use crate::union::cut::bucket_range;
+use super::{LakeFormat, LakeLocation};
+use crate::error::{Error, Result};
+use crate::log::ChangelogBatch;
+use crate::table::{BucketLocation, FlussTable};
 
 /// What one tiering run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,181 +29,72 @@ pub struct TieringResult {
     pub recovered: bool,
 }
 
-/// Tiers everything from each bucket's last tiered offset to its current end into the
-/// table's lake, committing one lake snapshot.
-pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult> {
-    // One tiering at a time, and never of a write statement's uncommitted batches.
-    let mut guard = store.write_guard().await?;
-    let table = store.get_table(path).await?;
-    store.recover_table(&mut guard, &table).await?;
-    let Some(_) = table.lake_format() else {
-        return Err(
-            Error::invalid_input("table has no lake: set 'table.datalake.enabled'='true'")
-                .with_context("table", path.to_string()),
-        );
-    };
-    let location = store.lake_location(&table).await?;
+/// What a round records before it commits (its pending marker), so that a re-run
+/// after a crash finds the commit, or knows there was none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCommit {
+    /// The round's offsets file: the committed snapshot's `fluss-offsets` property.
+    pub offsets: String,
+    /// The commit identifier, for formats that find a commit by one (Paimon);
+    /// Iceberg finds it by `offsets` in the snapshot summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_identifier: Option<i64>,
+}
+
+/// One round's writes into a lake table (Fluss's `LakeWriter` and `LakeCommitter`).
+#[async_trait]
+pub trait LakeWriter: Send {
+    /// Whether the lake table holds snapshots (a table's first round refuses a lake
+    /// table that does: they were tiered from something else).
+    async fn has_snapshots(&mut self) -> Result<bool>;
+
+    /// Writes one bucket's changelog (invisible until committed); returns the
+    /// records written.
+    async fn write_bucket(
+        &mut self,
+        bucket: &BucketLocation,
+        batches: BoxStream<'_, Result<ChangelogBatch>>,
+    ) -> Result<usize>;
+
+    /// Finishes the written files; returns the commit identifier the round must
+    /// record before committing, for formats that find a commit by one.
+    async fn prepare(&mut self) -> Result<Option<i64>>;
+
+    /// Commits what was written as one snapshot carrying `pending.offsets` as its
+    /// `fluss-offsets` property; returns the snapshot id.
+    async fn commit(self: Box<Self>, pending: &PendingCommit) -> Result<i64>;
+}
+
+/// The writer of `table`'s lake at `location`: its lake table is created on first
+/// use, clean as Fluss 1.0 creates it, and given the columns an `ALTER TABLE ... ADD`
+/// left it without.
+pub async fn lake_writer(
+    location: &LakeLocation,
+    table: &FlussTable,
+) -> Result<Box<dyn LakeWriter>> {
     match location.format {
-        LakeFormat::Paimon => super::paimon::tiering::tier(store, &guard, &table, &location).await,
-        LakeFormat::Iceberg => {
-            super::iceberg::tiering::tier(store, &guard, &table, &location).await
-        }
-        other => Err(Error::unsupported(format!(
-            "tiering to {} is not supported yet",
-            other.name()
-        ))
-        .with_context("table", path.to_string())),
+        LakeFormat::Paimon => super::paimon::tiering::writer(location, table).await,
+        LakeFormat::Iceberg => super::iceberg::tiering::writer(location, table).await,
+        other => Err(unsupported(other, table)),
     }
 }
 
-/// One bucket's log not tiered yet.
-pub(super) struct PendingBucket {
-    /// The bucket.
-    pub bucket: BucketLocation,
-    /// Its offsets from the last tiered offset to the high watermark.
-    pub range: LogRange,
-    /// The high watermark, the bucket's tiered offset once committed.
-    pub high_watermark: i64,
-}
-
-/// The offsets tiered so far (the latest tiered snapshot's), and every bucket with log
-/// after them: the same ranges a union read would take, so tiering never skips
-/// offsets the log lost either.
-pub(super) async fn pending_buckets(
-    store: &LocalStore,
+/// The snapshot an interrupted round committed, found by what it recorded (and, if
+/// the crash came before it, given its `fluss-offsets` property); `None` if the
+/// round never committed.
+pub async fn find_commit(
+    location: &LakeLocation,
     table: &FlussTable,
-) -> Result<(TableBucketOffsets, Vec<PendingBucket>)> {
-    let offsets = store
-        .latest_tiered_snapshot(table)
-        .await?
-        .map(|s| s.offsets)
-        .unwrap_or_else(|| TableBucketOffsets::new(table.table_id()));
-    let buckets = store.buckets(table).await?;
-    let bounds = store.bucket_offsets(table, &buckets).await?;
-    let mut pending = Vec::new();
-    for (bucket, bounds) in buckets.into_iter().zip(bounds) {
-        let range = bucket_range(offsets.get(bucket.partition_id(), bucket.bucket), bounds)
-            .map_err(|e| {
-                e.with_context("table", table.path.to_string())
-                    .with_context("bucket", bucket.bucket)
-            })?;
-        if !range.is_empty() {
-            pending.push(PendingBucket {
-                bucket,
-                range,
-                high_watermark: bounds.high_watermark,
-            });
-        }
+    pending: &PendingCommit,
+) -> Result<Option<i64>> {
+    match location.format {
+        LakeFormat::Paimon => super::paimon::tiering::find_commit(location, table, pending).await,
+        LakeFormat::Iceberg => super::iceberg::tiering::find_commit(location, table, pending).await,
+        other => Err(unsupported(other, table)),
     }
-    Ok((offsets, pending))
 }
 
-/// Refuses a table's first tiering into a lake table that already has snapshots.
-///
-/// They were tiered from something else (a dropped table of the same name, another
-/// writer): appending to them would make a union read show their rows as this
-/// table's. `lake_has_snapshots` is asked only when the table has none registered.
-pub(super) async fn check_lake_table_is_ours<F>(
-    store: &LocalStore,
-    table: &FlussTable,
-    lake_has_snapshots: F,
-) -> Result<()>
-where
-    F: AsyncFnOnce() -> Result<bool>,
-{
-    if store.latest_tiered_snapshot(table).await?.is_some() || !lake_has_snapshots().await? {
-        return Ok(());
-    }
-    Err(Error::new(
-        ErrorKind::AlreadyExists,
-        "the lake table already holds snapshots this table did not tier (left by a dropped \
-         table of the same name, or written by another tool); drop it from the lake, or \
-         use another table name",
-    )
-    .with_context("table", table.path.to_string()))
-}
-
-/// A fresh path for a tiering round's offsets file.
-pub(super) fn new_offsets_path(table: &FlussTable) -> String {
-    format!(
-        "{}/{}.offsets",
-        layout::lake_offsets_dir(&table.path, table.table_id()),
-        uuid::Uuid::new_v4()
-    )
-}
-
-/// Writes a tiering round's offsets file at `offsets_path`, then the pending `marker`
-/// that a re-run after a crash resolves.
-pub(super) async fn write_offsets_and_marker(
-    store: &LocalStore,
-    table: &FlussTable,
-    offsets_path: &str,
-    offsets: &TableBucketOffsets,
-    marker: &impl Serialize,
-) -> Result<()> {
-    store
-        .storage()
-        .put_atomic(offsets_path, Bytes::from(offsets.to_json()?))
-        .await?;
-    store
-        .storage()
-        .put_atomic(
-            &layout::lake_tiering_pending_node(table.table_id()),
-            Bytes::from(serde_json::to_vec(marker)?),
-        )
-        .await
-}
-
-/// The pending marker an interrupted round left, if any.
-pub(super) async fn read_pending_marker<T: DeserializeOwned>(
-    store: &LocalStore,
-    table: &FlussTable,
-) -> Result<Option<T>> {
-    let node = layout::lake_tiering_pending_node(table.table_id());
-    let Some(bytes) = store.storage().read_optional(&node).await? else {
-        return Ok(None);
-    };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| Error::from(e).with_context("file", &node))
-}
-
-/// Drops an interrupted round whose lake commit never happened: its offsets file is
-/// an orphan.
-pub(super) async fn discard_pending(
-    store: &LocalStore,
-    table: &FlussTable,
-    offsets_path: &str,
-) -> Result<()> {
-    store.storage().delete(offsets_path).await?;
-    store
-        .storage()
-        .delete(&layout::lake_tiering_pending_node(table.table_id()))
-        .await
-}
-
-/// Registers a committed tiering snapshot in `laketable.json`, then drops the pending
-/// marker: the round is complete.
-pub(super) async fn register_and_finish(
-    store: &LocalStore,
-    guard: &WriteGuard<'_>,
-    table: &FlussTable,
-    snapshot_id: i64,
-    offsets_path: &str,
-) -> Result<()> {
-    store
-        .register_lake_snapshot(
-            guard,
-            table.table_id(),
-            LakeSnapshotEntry {
-                snapshot_id,
-                tiered_offsets: offsets_path.to_string(),
-                readable_offsets: Some(offsets_path.to_string()),
-            },
-        )
-        .await?;
-    store
-        .storage()
-        .delete(&layout::lake_tiering_pending_node(table.table_id()))
-        .await
+fn unsupported(format: LakeFormat, table: &FlussTable) -> Error {
+    Error::unsupported(format!("tiering to {} is not supported yet", format.name()))
+        .with_context("table", table.path.to_string())
 }

@@ -32,7 +32,9 @@ pub use local_store::{LocalStore, LocalStoreOptions};
 pub use metadata::TableBucketOffsets;
 pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, NewColumn, WriteKind, WriteResult};
 
-pub use crate::table::{BucketLocation, BucketOffsets, FlussTable, LAKE_FORMAT_PROPERTY, MAX_BUCKETS};
+pub use crate::table::{
+    BucketLocation, BucketOffsets, FlussTable, LAKE_FORMAT_PROPERTY, MAX_BUCKETS,
+};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;

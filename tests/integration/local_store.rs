@@ -11,9 +11,9 @@ use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss::record::ChangeType;
 use fluss_datafusion::ErrorKind;
 use fluss_datafusion::lake::paimon::PaimonLake;
-use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::log::{LogRange, LogReadOptions};
 use fluss_datafusion::source::{BucketLocation, FlussSource, LocalStore};
+use fluss_datafusion::tier;
 use futures::TryStreamExt;
 use serde_json::json;
 

@@ -14,8 +14,8 @@ use datafusion::arrow::array::{
 };
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_datafusion::lake::paimon::PaimonLake;
-use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::tier;
 use serde_json::{Value, json};
 
 fn fixtures() -> PathBuf {

@@ -6,9 +6,9 @@ use datafusion::arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray}
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::SessionContext;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
-use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::provider::FlussCatalog;
 use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::tier;
 
 fn rows(ids: &[i64], names: &[&str], scores: &[i32]) -> RecordBatch {
     RecordBatch::try_from_iter(vec![

@@ -24,8 +24,8 @@ use datafusion::arrow::array::{
 use datafusion::arrow::compute::{cast, concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
 use fluss::metadata::{DataType as FlussType, DataTypes, Schema, TableDescriptor, TablePath};
-use fluss_datafusion::lake::tiering::tier;
 use fluss_datafusion::source::LocalStore;
+use fluss_datafusion::tier;
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
     PartSuppGenerator, RegionGenerator, SupplierGenerator,

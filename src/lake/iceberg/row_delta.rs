@@ -24,7 +24,7 @@ use iceberg::table::Table;
 use super::hadoop::HadoopCatalog;
 use crate::error::Result;
 use crate::lake::lake_error;
-use crate::source::local_store::now_millis;
+use crate::table::now_millis;
 
 /// The files one commit adds.
 pub struct RowDelta {

@@ -1,13 +1,8 @@
-//! Tiering a log table into Iceberg, as Fluss's Iceberg tiering does
-//! (`IcebergLakeWriter` / `IcebergLakeCommitter`): one data file per (partition,
-//! bucket) with the system columns, committed as one append snapshot whose summary
-//! has `fluss-offsets` = the offsets file and `commit-user` = `__fluss_lake_tiering`.
-//!
-//! Order, as for Paimon (`paimon/tiering.rs`): data files (invisible until
-//! committed), then the offsets file and a pending marker, then the commit (creating
-//! `v<N+1>.metadata.json`), then registration in `laketable.json`. A re-run first
-//! resolves a pending marker: a committed snapshot that carries its offsets file is
-//! registered, otherwise the offsets file is discarded.
+//! Iceberg's side of a tiering round ([`LakeWriter`]), as Fluss's
+//! `IcebergLakeWriter` / `IcebergLakeCommitter` do it: data files per (partition,
+//! bucket), committed as one snapshot whose summary has `fluss-offsets` = the round's
+//! offsets file and `commit-user` = `__fluss_lake_tiering`, which is how a commit is
+//! found again after a crash.
 //!
 //! Primary-key tables: each bucket's round of changes is folded by key; touched keys
 //! get equality deletes (on the identifier fields), surviving keys their rows, and
@@ -16,11 +11,13 @@
 
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use datafusion::arrow::array::{BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use fluss::record::ChangeType;
 use futures::TryStreamExt;
+use futures::stream::BoxStream;
 use iceberg::TableIdent;
 use iceberg::arrow::arrow_schema_to_schema;
 use iceberg::spec::{DataFile, DataFileFormat, Literal, PartitionKey, Struct, Transform};
@@ -38,7 +35,6 @@ use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
 use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet58::basic::{Compression, ZstdLevel};
 use parquet58::file::properties::WriterProperties;
-use serde::{Deserialize, Serialize};
 
 use super::hadoop::HadoopCatalog;
 use super::row_delta::{RowDelta, commit_row_delta};
@@ -46,22 +42,13 @@ use super::schema::{IcebergTableLayout, lake_rows, table_layout};
 use super::{IcebergCatalogType, lake_error};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
-use crate::lake::tiering::{
-    PendingBucket, TieringResult, check_lake_table_is_ours, discard_pending, new_offsets_path,
-    pending_buckets, read_pending_marker, register_and_finish, write_offsets_and_marker,
-};
+use crate::lake::tiering::{LakeWriter, PendingCommit};
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
-use crate::log::LogReadOptions;
-use crate::source::local_store::WriteGuard;
-use crate::source::{BucketLocation, FlussSource, FlussTable, LocalStore};
+use crate::log::ChangelogBatch;
+use crate::table::{BucketLocation, FlussTable};
 
 /// Snapshot summary key of the committing user (`IcebergLakeCommitter.COMMITTER_USER`).
 const COMMIT_USER_PROPERTY: &str = "commit-user";
-
-#[derive(Debug, Serialize, Deserialize)]
-struct PendingTiering {
-    offsets: String,
-}
 
 /// The tiering snapshot of the table that recorded `offsets`, if committed.
 fn find_tiering_snapshot(table: &Table, offsets: &str) -> Option<i64> {
@@ -71,34 +58,6 @@ fn find_tiering_snapshot(table: &Table, offsets: &str) -> Option<i64> {
             && p.get(FLUSS_OFFSETS_PROPERTY).map(String::as_str) == Some(offsets))
         .then(|| s.snapshot_id())
     })
-}
-
-/// Finishes or discards an interrupted run; returns the snapshot it registered.
-async fn recover(
-    store: &LocalStore,
-    guard: &WriteGuard<'_>,
-    table: &FlussTable,
-    catalog: &HadoopCatalog,
-    ident: &TableIdent,
-) -> Result<Option<i64>> {
-    let Some(pending) = read_pending_marker::<PendingTiering>(store, table).await? else {
-        return Ok(None);
-    };
-    let committed = match catalog.load(ident).await {
-        Ok(t) => find_tiering_snapshot(&t, &pending.offsets),
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
-    match committed {
-        Some(snapshot_id) => {
-            register_and_finish(store, guard, table, snapshot_id, &pending.offsets).await?
-        }
-        // Never committed: the offsets file is an orphan.
-        None => {
-            discard_pending(store, table, &pending.offsets).await?;
-        }
-    }
-    Ok(committed)
 }
 
 /// The partition value of a bucket's data file: the Fluss partition's values for the
@@ -280,14 +239,12 @@ fn fold_changes(
     Ok((upserts, deletes))
 }
 
-/// Tiers every bucket of a log table from its last tiered offset to its end into the
-/// table's Iceberg lake, committing one snapshot.
-pub(in crate::lake) async fn tier(
-    store: &LocalStore,
-    guard: &WriteGuard<'_>,
-    table: &FlussTable,
+/// The catalog and identifier of `table`'s Iceberg lake table: a hadoop catalog,
+/// the only one the LocalStore tiers to.
+fn hadoop_table(
     location: &LakeLocation,
-) -> Result<TieringResult> {
+    table: &FlussTable,
+) -> Result<(HadoopCatalog, TableIdent)> {
     let path = &table.path;
     if IcebergCatalogType::of(location)? != IcebergCatalogType::Hadoop {
         return Err(
@@ -298,16 +255,27 @@ pub(in crate::lake) async fn tier(
     let catalog = HadoopCatalog::new(&location.warehouse)?;
     let ident = TableIdent::from_strs([path.database(), path.table()])
         .map_err(|e| Error::invalid_input("bad Iceberg table name").with_source(e))?;
-    let mut result = TieringResult::default();
-    if let Some(id) = recover(store, guard, table, &catalog, &ident).await? {
-        result.snapshot_id = Some(id);
-        result.recovered = true;
-    }
+    Ok((catalog, ident))
+}
 
-    let (mut offsets, pending) = pending_buckets(store, table).await?;
-    if pending.is_empty() {
-        return Ok(result);
-    }
+/// The round's writer: the lake table (created, or given its new columns), its
+/// layout, and the files written so far.
+struct IcebergTiering {
+    catalog: HadoopCatalog,
+    lake: Table,
+    layout: IcebergTableLayout,
+    path: String,
+    primary_key: bool,
+    key_columns: Vec<usize>,
+    data_files: Vec<DataFile>,
+    delete_files: Vec<DataFile>,
+}
+
+pub(in crate::lake) async fn writer(
+    location: &LakeLocation,
+    table: &FlussTable,
+) -> Result<Box<dyn LakeWriter>> {
+    let (catalog, ident) = hadoop_table(location, table)?;
     // A new lake table is clean (Fluss 1.0); one that exists keeps its layout, legacy
     // if it has `__timestamp` (as Fluss's writers decide, `PaimonUtils.isLegacyTable`).
     let existing = catalog.load_optional(&ident).await?;
@@ -318,110 +286,123 @@ pub(in crate::lake) async fn tier(
         Some(lake) => super::evolve::sync_columns(&catalog, lake, &layout).await?,
         None => catalog.ensure_table(&ident, &layout).await?,
     };
-    check_lake_table_is_ours(store, table, async || {
-        Ok(lake.metadata().current_snapshot().is_some())
-    })
-    .await?;
     check_field_ids(&lake, &layout)?;
+    Ok(Box::new(IcebergTiering {
+        catalog,
+        lake,
+        layout,
+        path: table.path.to_string(),
+        primary_key: table.info.has_primary_key(),
+        // the Fluss columns come first in the lake rows, in schema order
+        key_columns: table.info.get_schema().primary_key_indexes(),
+        data_files: Vec::new(),
+        delete_files: Vec::new(),
+    }))
+}
 
-    let is_pk = table.info.has_primary_key();
-    // the Fluss columns come first in the lake rows, in schema order
-    let key_columns = table.info.get_schema().primary_key_indexes();
-    let mut data_files = Vec::new();
-    let mut delete_files = Vec::new();
-    for PendingBucket {
-        bucket,
-        range,
-        high_watermark,
-    } in pending
-    {
-        let partition = partition_of(&lake, &bucket)?;
-        let stream = store
-            .read_log(table, &bucket, range, LogReadOptions::verified())
-            .await?;
-        let with_table = |e: Error| e.with_context("table", path.to_string());
+#[async_trait]
+impl LakeWriter for IcebergTiering {
+    async fn has_snapshots(&mut self) -> Result<bool> {
+        Ok(self.lake.metadata().current_snapshot().is_some())
+    }
+
+    async fn write_bucket(
+        &mut self,
+        bucket: &BucketLocation,
+        batches: BoxStream<'_, Result<ChangelogBatch>>,
+    ) -> Result<usize> {
+        let partition = partition_of(&self.lake, bucket)?;
+        let (lake, layout, path) = (&self.lake, &self.layout, &self.path);
+        let with_table = |e: Error| e.with_context("table", path.clone());
         let mut records = 0;
         let b = bucket.bucket;
-        if is_pk {
-            let rounds: Vec<(RecordBatch, Vec<ChangeType>)> = stream
+        if self.primary_key {
+            let rounds: Vec<(RecordBatch, Vec<ChangeType>)> = batches
                 .and_then(|batch| {
                     records += batch.batch.num_rows();
-                    let rows = lake_rows(&batch, b, &layout);
+                    let rows = lake_rows(&batch, b, layout);
                     std::future::ready(rows.map(|rows| (rows, batch.change_types)))
                 })
                 .try_collect()
                 .await?;
-            let (upserts, deletes) = fold_changes(&rounds, &key_columns)?;
+            let (upserts, deletes) = fold_changes(&rounds, &self.key_columns)?;
             let rows = futures::stream::iter(upserts.into_iter().map(Ok));
-            data_files.extend(
-                write_data_files(&lake, partition.clone(), rows)
+            self.data_files.extend(
+                write_data_files(lake, partition.clone(), rows)
                     .await
                     .map_err(with_table)?,
             );
-            delete_files.extend(
-                write_equality_deletes(&lake, partition, deletes)
+            self.delete_files.extend(
+                write_equality_deletes(lake, partition, deletes)
                     .await
                     .map_err(with_table)?,
             );
         } else {
-            let rows = stream.and_then(|batch| {
+            let rows = batches.and_then(|batch| {
                 records += batch.batch.num_rows();
-                std::future::ready(lake_rows(&batch, b, &layout))
+                std::future::ready(lake_rows(&batch, b, layout))
             });
-            data_files.extend(
-                write_data_files(&lake, partition, rows)
+            self.data_files.extend(
+                write_data_files(lake, partition, rows)
                     .await
                     .map_err(with_table)?,
             );
         }
-        result.records += records;
-        offsets.set(bucket.partition_id(), bucket.bucket, high_watermark);
-        result.buckets += 1;
+        Ok(records)
     }
 
-    let offsets_path = new_offsets_path(table);
-    let marker = PendingTiering {
-        offsets: offsets_path.clone(),
-    };
-    write_offsets_and_marker(store, table, &offsets_path, &offsets, &marker).await?;
+    async fn prepare(&mut self) -> Result<Option<i64>> {
+        // the data files are complete as written; the commit is found by its offsets
+        Ok(None)
+    }
 
-    // commit, with the offsets file in the snapshot summary
-    let name = path.to_string();
-    let summary: HashMap<String, String> = [
-        (FLUSS_OFFSETS_PROPERTY.to_string(), offsets_path.clone()),
-        (
-            COMMIT_USER_PROPERTY.to_string(),
-            TIERING_COMMIT_USER.to_string(),
-        ),
-    ]
-    .into();
-    let snapshot_id = if is_pk {
-        let delta = RowDelta {
-            data_files,
-            delete_files,
-            properties: summary,
-        };
-        commit_row_delta(&catalog, &lake, delta).await?.1
-    } else {
-        let tx = Transaction::new(&lake);
+    async fn commit(self: Box<Self>, pending: &PendingCommit) -> Result<i64> {
+        let name = self.path.clone();
+        let summary: HashMap<String, String> = [
+            (FLUSS_OFFSETS_PROPERTY.to_string(), pending.offsets.clone()),
+            (
+                COMMIT_USER_PROPERTY.to_string(),
+                TIERING_COMMIT_USER.to_string(),
+            ),
+        ]
+        .into();
+        if self.primary_key {
+            let delta = RowDelta {
+                data_files: self.data_files,
+                delete_files: self.delete_files,
+                properties: summary,
+            };
+            return Ok(commit_row_delta(&self.catalog, &self.lake, delta).await?.1);
+        }
+        let tx = Transaction::new(&self.lake);
         let append = tx
             .fast_append()
-            .add_data_files(data_files)
+            .add_data_files(self.data_files)
             .set_snapshot_properties(summary);
         let committed = append
             .apply(tx)
             .map_err(lake_error("cannot commit the Iceberg snapshot", &name))?
-            .commit(&catalog)
+            .commit(&self.catalog)
             .await
             .map_err(lake_error("cannot commit the Iceberg snapshot", &name))?;
-        find_tiering_snapshot(&committed, &offsets_path).ok_or_else(|| {
+        find_tiering_snapshot(&committed, &pending.offsets).ok_or_else(|| {
             Error::internal("committed Iceberg snapshot not found").with_context("table", &name)
-        })?
-    };
+        })
+    }
+}
 
-    register_and_finish(store, guard, table, snapshot_id, &offsets_path).await?;
-    result.snapshot_id = Some(snapshot_id);
-    Ok(result)
+/// The snapshot whose summary names `pending`'s offsets file, if it was committed.
+pub(in crate::lake) async fn find_commit(
+    location: &LakeLocation,
+    table: &FlussTable,
+    pending: &PendingCommit,
+) -> Result<Option<i64>> {
+    let (catalog, ident) = hadoop_table(location, table)?;
+    match catalog.load(&ident).await {
+        Ok(t) => Ok(find_tiering_snapshot(&t, &pending.offsets)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The rows written carry the field ids the layout assigned; the table (created now

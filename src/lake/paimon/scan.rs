@@ -20,8 +20,8 @@ use paimon::table::{DataSplit, Table};
 use super::sections;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::from_arrow58;
-use crate::lake::{ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
 use crate::lake::predicate::{CompareOp, Comparison, LakePredicate, integer_literal};
+use crate::lake::{ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
 
 fn lake_err(message: &str) -> impl FnOnce(paimon::Error) -> Error {
     let message = message.to_string();

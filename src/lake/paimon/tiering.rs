@@ -1,46 +1,30 @@
-//! Tiering into Paimon: copy each bucket's log from its last tiered offset to its end into the lake,
-//! as the Fluss tiering service does (`docs/reference/fluss-formats.md` §3).
-//!
-//! Order, so that a crash at any point leaves the store readable and a re-run never
-//! tiers the same offsets twice:
-//! 1. write the lake data files (invisible until committed);
-//! 2. write the offsets file (`remote/lake/.../<uuid>.offsets`) and a pending marker;
-//! 3. commit one lake snapshot (commit user `__fluss_lake_tiering`, a fresh commit
-//!    identifier) and set its `fluss-offsets` property to the offsets file;
-//! 4. register the snapshot in `laketable.json`, then drop the marker.
-//!
-//! Readers trust only registered snapshots. A re-run first resolves a pending marker:
-//! if the lake has the marked commit it is finished and registered, otherwise the
-//! marker and its offsets file are discarded and tiering starts over.
+//! Paimon's side of a tiering round ([`LakeWriter`]), as Fluss's `PaimonLakeWriter`
+//! / `PaimonLakeCommitter` do it: each bucket's changelog is written into its bucket
+//! (primary-key rows with `_VALUE_KIND`, so deletes reach the lake as DELETE rows),
+//! prepared, and committed as one snapshot (commit user `__fluss_lake_tiering`, a
+//! fresh commit identifier the round records first) whose `fluss-offsets` property is
+//! then set to the round's offsets file. A commit is found again by its identifier.
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use datafusion::arrow::array::{Int8Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema};
 use fluss::metadata::TablePath;
 use fluss::record::ChangeType;
 use futures::TryStreamExt;
+use futures::stream::BoxStream;
 use paimon::spec::{RowKind, VALUE_KIND_FIELD_NAME};
-use serde::{Deserialize, Serialize};
+use paimon::table::{CommitMessage, TableCommit, TableWrite};
 
 use super::PaimonLake;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::to_arrow58;
-use crate::lake::tiering::{
-    PendingBucket, TieringResult, check_lake_table_is_ours, discard_pending, new_offsets_path,
-    pending_buckets, read_pending_marker, register_and_finish, write_offsets_and_marker,
-};
+use crate::lake::tiering::{LakeWriter, PendingCommit};
 use crate::lake::{FLUSS_OFFSETS_PROPERTY, LakeLocation, TIERING_COMMIT_USER};
-use crate::log::LogReadOptions;
-use crate::source::local_store::{WriteGuard, now_millis};
-use crate::source::{FlussSource, FlussTable, LocalStore};
-
-#[derive(Debug, Serialize, Deserialize)]
-struct PendingTiering {
-    commit_identifier: i64,
-    offsets: String,
-}
+use crate::log::ChangelogBatch;
+use crate::table::{BucketLocation, FlussTable, now_millis};
 
 fn lake_err(message: &str, table: &TablePath) -> impl FnOnce(paimon::Error) -> Error + use<> {
     crate::lake::lake_error(message, &table.to_string())
@@ -138,144 +122,138 @@ async fn find_tiering_snapshot(
     }))
 }
 
-/// Finishes or discards an interrupted run; returns the snapshot it registered.
-async fn recover(
-    store: &LocalStore,
-    guard: &WriteGuard<'_>,
-    table: &FlussTable,
-    lake: &PaimonLake,
-) -> Result<Option<i64>> {
-    let Some(pending) = read_pending_marker::<PendingTiering>(store, table).await? else {
-        return Ok(None);
-    };
-    let paimon_table = lake
-        .table(table.path.database(), table.path.table())
-        .await?;
-    let committed = match &paimon_table {
-        Some(t) => find_tiering_snapshot(t, pending.commit_identifier).await?,
-        None => None,
-    };
-    let registered = match (committed, paimon_table) {
-        (Some(snapshot), Some(t)) => {
-            let has_offsets = snapshot
-                .properties()
-                .is_some_and(|p| p.contains_key(FLUSS_OFFSETS_PROPERTY));
-            if !has_offsets {
-                set_snapshot_offsets(&t, snapshot.id(), &pending.offsets).await?;
-            }
-            register_and_finish(store, guard, table, snapshot.id(), &pending.offsets).await?;
-            Some(snapshot.id())
-        }
-        _ => {
-            // Never committed: the offsets file is an orphan.
-            discard_pending(store, table, &pending.offsets).await?;
-            None
-        }
-    };
-    Ok(registered)
+/// The round's writer: the lake table (created or given its new columns), one
+/// table write for every bucket, and the commit it ends with.
+struct PaimonTiering {
+    table: paimon::table::Table,
+    path: TablePath,
+    write: TableWrite,
+    commit: TableCommit,
+    has_bucket_key: bool,
+    primary_key: bool,
+    messages: Vec<CommitMessage>,
 }
 
-/// Tiers everything from each bucket's last tiered offset to its current end into the
-/// table's lake (Paimon), committing one lake snapshot.
-pub(in crate::lake) async fn tier(
-    store: &LocalStore,
-    guard: &WriteGuard<'_>,
-    table: &FlussTable,
+pub(in crate::lake) async fn writer(
     location: &LakeLocation,
-) -> Result<TieringResult> {
+    table: &FlussTable,
+) -> Result<Box<dyn LakeWriter>> {
     let path = &table.path;
     let lake = PaimonLake::open_with_options(&location.warehouse, &location.options)?;
-    let mut result = TieringResult::default();
-    if let Some(id) = recover(store, guard, table, &lake).await? {
-        result.snapshot_id = Some(id);
-        result.recovered = true;
-    }
-
-    let (mut offsets, pending) = pending_buckets(store, table).await?;
     let paimon_table = lake.ensure_table(table).await?;
-    check_lake_table_is_ours(store, table, async || {
-        let latest = paimon_table
-            .snapshot_manager()
-            .get_latest_snapshot_id()
-            .await;
-        Ok(latest
-            .map_err(lake_err("cannot read the Paimon snapshots", path))?
-            .is_some())
-    })
-    .await?;
-    let has_bucket_key = !table.info.get_bucket_keys().is_empty();
-    let is_pk = table.info.has_primary_key();
-    let write_builder = paimon_table
+    let builder = paimon_table
         .new_write_builder()
         .with_commit_user(TIERING_COMMIT_USER)
         .map_err(lake_err("cannot start a Paimon write", path))?;
-    let mut writer = write_builder
+    let write = builder
         .new_write()
         .map_err(lake_err("cannot start a Paimon write", path))?;
+    let commit = builder.new_commit().with_ignore_empty_commit(false);
+    Ok(Box::new(PaimonTiering {
+        path: path.clone(),
+        write,
+        commit,
+        has_bucket_key: !table.info.get_bucket_keys().is_empty(),
+        primary_key: table.info.has_primary_key(),
+        messages: Vec::new(),
+        table: paimon_table,
+    }))
+}
 
-    for PendingBucket {
-        bucket,
-        range,
-        high_watermark,
-    } in pending
-    {
-        let mut stream = store
-            .read_log(table, &bucket, range, LogReadOptions::verified())
-            .await?;
-        while let Some(batch) = stream.try_next().await? {
-            let rows = if is_pk {
+#[async_trait]
+impl LakeWriter for PaimonTiering {
+    async fn has_snapshots(&mut self) -> Result<bool> {
+        let latest = self.table.snapshot_manager().get_latest_snapshot_id().await;
+        Ok(latest
+            .map_err(lake_err("cannot read the Paimon snapshots", &self.path))?
+            .is_some())
+    }
+
+    async fn write_bucket(
+        &mut self,
+        bucket: &BucketLocation,
+        mut batches: BoxStream<'_, Result<ChangelogBatch>>,
+    ) -> Result<usize> {
+        let mut records = 0;
+        let target_bucket = self.has_bucket_key.then_some(bucket.bucket);
+        while let Some(batch) = batches.try_next().await? {
+            let rows = if self.primary_key {
                 with_value_kind(&batch.batch, &batch.change_types)?
             } else {
                 batch.batch.clone()
             };
-            let rows = to_arrow58(&rows)?;
-            let target_bucket = has_bucket_key.then_some(bucket.bucket);
-            writer
-                .write_arrow(&[rows], target_bucket)
+            self.write
+                .write_arrow(&[to_arrow58(&rows)?], target_bucket)
                 .await
-                .map_err(lake_err("cannot write to the Paimon table", path))?;
-            result.records += batch.batch.num_rows();
+                .map_err(lake_err("cannot write to the Paimon table", &self.path))?;
+            records += batch.batch.num_rows();
         }
-        offsets.set(bucket.partition_id(), bucket.bucket, high_watermark);
-        result.buckets += 1;
+        Ok(records)
     }
-    if result.buckets == 0 {
-        writer.close().await;
-        return Ok(result);
+
+    async fn prepare(&mut self) -> Result<Option<i64>> {
+        self.messages = self
+            .write
+            .prepare_commit()
+            .await
+            .map_err(lake_err("cannot prepare the Paimon commit", &self.path))?;
+        // Commit identifiers must grow across runs; wall-clock millis do, and stay
+        // unique per table for runs at least a millisecond apart.
+        Ok(Some(now_millis()))
     }
-    let messages = writer
-        .prepare_commit()
-        .await
-        .map_err(lake_err("cannot prepare the Paimon commit", path))?;
 
-    // 2. offsets file + pending marker
-    let offsets_path = new_offsets_path(table);
-    // Commit identifiers must grow across runs; wall-clock millis do, and stay unique
-    // per table for runs at least a millisecond apart.
-    let commit_identifier = now_millis();
-    let pending = PendingTiering {
-        commit_identifier,
-        offsets: offsets_path.clone(),
-    };
-    write_offsets_and_marker(store, table, &offsets_path, &offsets, &pending).await?;
-
-    // 3. commit + property
-    write_builder
-        .new_commit()
-        .with_ignore_empty_commit(false)
-        .commit_with_identifier(messages, commit_identifier)
-        .await
-        .map_err(lake_err("cannot commit the Paimon snapshot", path))?;
-    let snapshot = find_tiering_snapshot(&paimon_table, commit_identifier)
-        .await?
-        .ok_or_else(|| {
-            Error::internal("committed Paimon snapshot not found")
+    async fn commit(self: Box<Self>, pending: &PendingCommit) -> Result<i64> {
+        let Self {
+            table,
+            path,
+            commit,
+            messages,
+            ..
+        } = *self;
+        let identifier = pending.commit_identifier.ok_or_else(|| {
+            Error::internal("a Paimon commit needs the identifier it prepared")
                 .with_context("table", path.to_string())
         })?;
-    set_snapshot_offsets(&paimon_table, snapshot.id(), &offsets_path).await?;
+        commit
+            .commit_with_identifier(messages, identifier)
+            .await
+            .map_err(lake_err("cannot commit the Paimon snapshot", &path))?;
+        let snapshot = find_tiering_snapshot(&table, identifier)
+            .await?
+            .ok_or_else(|| {
+                Error::internal("committed Paimon snapshot not found")
+                    .with_context("table", path.to_string())
+            })?;
+        set_snapshot_offsets(&table, snapshot.id(), &pending.offsets).await?;
+        Ok(snapshot.id())
+    }
+}
 
-    // 4. register, then drop the marker
-    register_and_finish(store, guard, table, snapshot.id(), &offsets_path).await?;
-    result.snapshot_id = Some(snapshot.id());
-    Ok(result)
+/// The snapshot of the round with `pending`'s commit identifier, its `fluss-offsets`
+/// property set (a crash may have come between the commit and the property).
+pub(in crate::lake) async fn find_commit(
+    location: &LakeLocation,
+    table: &FlussTable,
+    pending: &PendingCommit,
+) -> Result<Option<i64>> {
+    let Some(identifier) = pending.commit_identifier else {
+        return Ok(None);
+    };
+    let lake = PaimonLake::open_with_options(&location.warehouse, &location.options)?;
+    let Some(paimon_table) = lake
+        .table(table.path.database(), table.path.table())
+        .await?
+    else {
+        return Ok(None);
+    };
+    let Some(snapshot) = find_tiering_snapshot(&paimon_table, identifier).await? else {
+        return Ok(None);
+    };
+    let has_offsets = snapshot
+        .properties()
+        .is_some_and(|p| p.contains_key(FLUSS_OFFSETS_PROPERTY));
+    if !has_offsets {
+        set_snapshot_offsets(&paimon_table, snapshot.id(), &pending.offsets).await?;
+    }
+    Ok(Some(snapshot.id()))
 }

@@ -15,11 +15,12 @@
 
 mod catalog;
 mod intent;
+pub(crate) mod tiering;
 mod write;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -121,12 +122,7 @@ struct LoadedTable {
 }
 
 /// Wall-clock epoch milliseconds (registration times, commit identifiers).
-pub(crate) fn now_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
-}
+pub(crate) use crate::table::now_millis;
 
 fn to_btree(map: &HashMap<String, String>) -> BTreeMap<String, String> {
     map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
@@ -604,7 +600,7 @@ impl FlussWriter for LocalStore {
     }
 
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
-        crate::lake::tiering::tier(self, path).await
+        tiering::tier(self, path).await
     }
 
     async fn write_changes(
