@@ -34,6 +34,7 @@ pub(crate) mod parse;
 mod show_create;
 pub(crate) mod statement;
 mod suggest;
+mod update_from;
 
 pub use describe::{describe_table, list_tables};
 pub use error::one_line;
@@ -525,6 +526,7 @@ impl FlussSession {
         let statement = state
             .sql_to_statement(sql, &dialect)
             .map_err(from_datafusion)?;
+        let statement = update_from::as_merge(statement);
         let tables = self.fluss_tables_of(&state, &statement)?;
         let run = || self.plan_and_collect(&state, statement.clone());
         let outcome = if statement::reads_only(&statement) {
