@@ -47,6 +47,8 @@ impl std::error::Error for ApiError {}
 pub const UNKNOWN_SERVER_ERROR: i32 = -1;
 /// `NONE`.
 pub const NONE: i32 = 0;
+/// `CORRUPT_MESSAGE`: a request's records do not parse.
+pub const CORRUPT_MESSAGE: i32 = 3;
 /// `UNSUPPORTED_VERSION`: unknown API key or unsupported API version.
 pub const UNSUPPORTED_VERSION: i32 = 2;
 /// `DATABASE_NOT_EXIST`.
@@ -59,6 +61,8 @@ pub const SCHEMA_NOT_EXIST: i32 = 9;
 pub const LOG_OFFSET_OUT_OF_RANGE: i32 = 19;
 /// `UNKNOWN_TABLE_OR_BUCKET_EXCEPTION`.
 pub const UNKNOWN_TABLE_OR_BUCKET: i32 = 21;
+/// `OUT_OF_ORDER_SEQUENCE_EXCEPTION`: an idempotent writer's batch skips sequences.
+pub const OUT_OF_ORDER_SEQUENCE: i32 = 31;
 /// `INVALID_COLUMN_PROJECTION`.
 pub const INVALID_COLUMN_PROJECTION: i32 = 34;
 /// `PARTITION_NOT_EXISTS`.

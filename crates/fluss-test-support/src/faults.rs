@@ -114,6 +114,13 @@ pub struct Faults {
     /// Errors answered to Lookup requests for a bucket: the first `n` lookups of it
     /// (`None`: every one) get the error instead of values.
     pub lookup_errors: Vec<(BucketRef, ApiError, Option<usize>)>,
+    /// Errors answered to a bucket's part of ProduceLog requests: the first `n` of
+    /// them (`None`: every one) get the error and append nothing.
+    pub produce_errors: Vec<(BucketRef, ApiError, Option<usize>)>,
+    /// Connection faults of the `n`th ProduceLog request (1-based, over all
+    /// connections). The request is handled (its batches appended) first: the answer
+    /// is what is lost, as when a server dies after appending.
+    pub produce_connection: Vec<(usize, ConnectionFault)>,
 }
 
 impl Faults {
@@ -123,6 +130,53 @@ impl Faults {
             && self.fetch_bucket.is_empty()
             && self.leaders.is_empty()
             && self.lookup_errors.is_empty()
+            && self.produce_errors.is_empty()
+            && self.produce_connection.is_empty()
+    }
+
+    /// Answers the first `times` ProduceLog requests for `bucket` (`None`: all of them)
+    /// with error `code`, appending nothing: a retriable one (12
+    /// `NOT_LEADER_OR_FOLLOWER`) makes a client retry, another (13
+    /// `RECORD_TOO_LARGE_EXCEPTION`) fails its rows.
+    pub fn produce_error(
+        mut self,
+        bucket: BucketRef,
+        code: i32,
+        message: impl Into<String>,
+        times: Option<usize>,
+    ) -> Self {
+        self.produce_errors
+            .push((bucket, ApiError::new(code, message), times));
+        self
+    }
+
+    /// Appends the `nth` ProduceLog request's batches, then closes the connection
+    /// instead of answering (the client does not know they were appended).
+    pub fn close_after_produce(mut self, nth: usize) -> Self {
+        self.produce_connection.push((nth, ConnectionFault::Close));
+        self
+    }
+
+    /// Never answers the `nth` ProduceLog request (its batches are appended).
+    pub fn stall_produce(mut self, nth: usize) -> Self {
+        self.produce_connection.push((nth, ConnectionFault::Stall));
+        self
+    }
+
+    /// The error for the `nth` (1-based) ProduceLog of `bucket`, if any.
+    pub(crate) fn produce_error_of(&self, bucket: BucketRef, nth: usize) -> Option<&ApiError> {
+        self.produce_errors
+            .iter()
+            .find(|(b, _, times)| *b == bucket && times.is_none_or(|t| nth <= t))
+            .map(|(_, e, _)| e)
+    }
+
+    /// The connection fault of the `nth` ProduceLog request, if any.
+    pub(crate) fn produce_connection_fault(&self, nth: usize) -> Option<ConnectionFault> {
+        self.produce_connection
+            .iter()
+            .find(|(n, _)| *n == nth)
+            .map(|(_, fault)| *fault)
     }
 
     /// Closes the connection instead of answering the matched FetchLog requests.

@@ -57,12 +57,16 @@ pub mod api_key {
     pub const GET_TABLE_SCHEMA: i16 = 1011;
     /// `GET_METADATA`.
     pub const GET_METADATA: i16 = 1012;
+    /// `PRODUCE_LOG`.
+    pub const PRODUCE_LOG: i16 = 1014;
     /// `FETCH_LOG`.
     pub const FETCH_LOG: i16 = 1015;
     /// `LOOKUP`.
     pub const LOOKUP: i16 = 1017;
     /// `LIST_OFFSETS`.
     pub const LIST_OFFSETS: i16 = 1021;
+    /// `INIT_WRITER`.
+    pub const INIT_WRITER: i16 = 1026;
     /// `GET_LAKE_SNAPSHOT`.
     pub const GET_LAKE_SNAPSHOT: i16 = 1032;
     /// `AUTHENTICATE`.
@@ -79,11 +83,14 @@ pub mod api_key {
         (TABLE_EXISTS, 0, 0),
         (GET_TABLE_SCHEMA, 0, 0),
         (GET_METADATA, 0, 0),
+        // v1 only adds a historical partition's name, which this server never needs
+        (PRODUCE_LOG, 0, 1),
         (FETCH_LOG, 0, 0),
         // v1 only changes how clients encode keys of kv format version 2 tables with
         // their own bucket key; the server keys its rows with the same encoder.
         (LOOKUP, 0, 1),
         (LIST_OFFSETS, 0, 0),
+        (INIT_WRITER, 0, 0),
         (GET_LAKE_SNAPSHOT, 0, 0),
         (AUTHENTICATE, 0, 0),
     ];

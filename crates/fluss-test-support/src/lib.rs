@@ -10,6 +10,7 @@
 //! * [`log`]: log batch indexing, slicing at batch boundaries, column projection.
 //! * [`memory`]: an in-memory `ClusterModel`.
 //! * [`local_store`]: a `ClusterModel` holding everything a library `LocalStore` holds.
+//! * [`writes`]: a `ClusterModel` that takes the batches clients produce.
 //! * [`server`]: the server itself.
 //! * [`faults`]: fault injection for the server (dropped connections, error answers,
 //!   damaged batches, missing leaders), off by default.
@@ -50,3 +51,4 @@ pub mod real_source;
 pub mod s3;
 pub mod server;
 pub mod watchdog;
+pub mod writes;

@@ -45,6 +45,9 @@ const LEADER_EPOCH_LENGTH: usize = 4;
 const SCHEMA_ID_OFFSET_V0: usize = 25;
 const ATTRIBUTES_OFFSET_V0: usize = 27;
 const LAST_OFFSET_DELTA_OFFSET_V0: usize = 28;
+const COMMIT_TIMESTAMP_OFFSET: usize = 13;
+const WRITER_ID_OFFSET_V0: usize = 32;
+const BATCH_SEQUENCE_OFFSET_V0: usize = 40;
 const RECORDS_COUNT_OFFSET_V0: usize = 44;
 const STATISTICS_LENGTH_OFFSET_V0: usize = 48;
 const APPEND_ONLY_FLAG_MASK: u8 = 0x01;
@@ -205,6 +208,68 @@ impl ServedLog {
             high_watermark,
             remote: None,
         })
+    }
+
+    /// The log with `produced` appended, as a tablet server appends a client's
+    /// batches: each batch gets the next offsets (its base offset rewritten) and
+    /// `commit_timestamp`, fields outside its CRC. Returns the new log and the base
+    /// offset of the first appended batch. Fails, appending nothing, if `produced` is
+    /// not whole batches.
+    pub fn appended(
+        &self,
+        produced: &[u8],
+        commit_timestamp: i64,
+    ) -> Result<(Self, i64), LogError> {
+        let base = self.high_watermark;
+        let mut records = Vec::with_capacity(self.records.len() + produced.len());
+        records.extend_from_slice(&self.records);
+        let (mut next, mut position) = (base, 0);
+        while position < produced.len() {
+            let data = &produced[position..];
+            let err = |what: &str| LogError(format!("produced batch at byte {position}: {what}"));
+            let length = read_i32(data, LENGTH_OFFSET).ok_or_else(|| err("truncated header"))?;
+            let size = usize::try_from(length)
+                .map_err(|_| err("negative length"))?
+                .saturating_add(LOG_OVERHEAD);
+            let magic = *data
+                .get(MAGIC_OFFSET)
+                .ok_or_else(|| err("truncated header"))?;
+            let header = header_size(magic).ok_or_else(|| err("unknown magic"))?;
+            if size < header || size > data.len() {
+                return Err(err("length does not fit the request"));
+            }
+            let delta = read_i32(data, LAST_OFFSET_DELTA_OFFSET_V0 + field_shift(magic))
+                .ok_or_else(|| err("truncated header"))?;
+            let mut bytes = data[..size].to_vec();
+            bytes[..8].copy_from_slice(&next.to_le_bytes());
+            bytes[COMMIT_TIMESTAMP_OFFSET..COMMIT_TIMESTAMP_OFFSET + 8]
+                .copy_from_slice(&commit_timestamp.to_le_bytes());
+            records.extend_from_slice(&bytes);
+            next += i64::from(delta) + 1;
+            position += size;
+        }
+        let appended_any = position > 0;
+        let mut log = ServedLog::new(records)?;
+        if self.batches.is_empty() {
+            log.log_start_offset = self.log_start_offset;
+        }
+        if !appended_any {
+            log.high_watermark = self.high_watermark;
+        }
+        log.remote = self.remote.clone();
+        Ok((log, base))
+    }
+
+    /// The writer id and batch sequence of the first batch of `produced` (a client's
+    /// idempotence keys: `-1` when it has none), if it holds a whole header.
+    pub fn writer_of(produced: &[u8]) -> Option<(i64, i32)> {
+        let magic = *produced.get(MAGIC_OFFSET)?;
+        header_size(magic)?;
+        let shift = field_shift(magic);
+        Some((
+            read_i64(produced, WRITER_ID_OFFSET_V0 + shift)?,
+            read_i32(produced, BATCH_SEQUENCE_OFFSET_V0 + shift)?,
+        ))
     }
 
     /// An empty log starting (and ending) at `offset`.

@@ -47,6 +47,23 @@ pub trait ClusterModel: Send + Sync + 'static {
     /// The log of one bucket (`partition_id` is `None` for a non-partitioned table), or `None`
     /// if the table has no such bucket.
     fn log(&self, table_id: i64, partition_id: Option<i64>, bucket: i32) -> Option<ServedLog>;
+
+    /// Appends the batches a client produced to one bucket's log (`ProduceLog`), as its
+    /// leader would, and returns the base offset they got. The default refuses: a fixed
+    /// model takes no writes ([`crate::writes::WritableCluster`] does).
+    fn append(
+        &self,
+        table_id: i64,
+        partition_id: Option<i64>,
+        bucket: i32,
+        records: &[u8],
+    ) -> Result<i64, crate::errors::ApiError> {
+        let _ = (table_id, partition_id, bucket, records);
+        Err(crate::errors::ApiError::new(
+            crate::errors::UNKNOWN_SERVER_ERROR,
+            "This test cluster serves a fixed snapshot and takes no writes.",
+        ))
+    }
 }
 
 /// One table as the coordinator describes it.

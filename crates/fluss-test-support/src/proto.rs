@@ -442,3 +442,67 @@ pub struct PbValue {
     #[prost(bytes = "vec", optional, tag = "1")]
     pub values: Option<Vec<u8>>,
 }
+
+// ---- InitWriter (1026), ProduceLog (1014) ---------------------------------------------------
+
+/// `InitWriterRequest` of FlussApi.proto: an idempotent writer asks for its id.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InitWriterRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub table_path: Vec<PbTablePath>,
+}
+
+/// `InitWriterResponse` of FlussApi.proto.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InitWriterResponse {
+    #[prost(int64, required, tag = "1")]
+    pub writer_id: i64,
+}
+
+/// `ProduceLogRequest` of FlussApi.proto: log batches for buckets of one table.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProduceLogRequest {
+    #[prost(int32, required, tag = "1")]
+    pub acks: i32,
+    #[prost(int64, required, tag = "2")]
+    pub table_id: i64,
+    #[prost(int32, required, tag = "3")]
+    pub timeout_ms: i32,
+    #[prost(message, repeated, tag = "4")]
+    pub buckets_req: Vec<PbProduceLogReqForBucket>,
+}
+
+/// `PbProduceLogReqForBucket` of FlussApi.proto: one bucket's batches, as the client
+/// built them (base offset and commit timestamp are the server's to set).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PbProduceLogReqForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(bytes = "bytes", required, tag = "3")]
+    pub records: bytes::Bytes,
+}
+
+/// `ProduceLogResponse` of FlussApi.proto.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProduceLogResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub buckets_resp: Vec<PbProduceLogRespForBucket>,
+}
+
+/// `PbProduceLogRespForBucket` of FlussApi.proto: the offset the bucket's batches were
+/// appended at, or an error.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PbProduceLogRespForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(int32, optional, tag = "3")]
+    pub error_code: Option<i32>,
+    #[prost(string, optional, tag = "4")]
+    pub error_message: Option<String>,
+    #[prost(int64, optional, tag = "5")]
+    pub base_offset: Option<i64>,
+}

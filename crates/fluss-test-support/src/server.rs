@@ -109,6 +109,9 @@ impl TestServer {
             received: std::sync::Mutex::new(Vec::new()),
             fetches: FetchCounter::default(),
             lookups: Default::default(),
+            produces: Default::default(),
+            produce_requests: FetchCounter::default(),
+            writer_ids: Default::default(),
             record_bytes_sent: Default::default(),
             kv: Default::default(),
         });
@@ -206,6 +209,12 @@ struct Shared {
     fetches: FetchCounter,
     /// Lookups received per bucket, for [`Faults::lookup_error`].
     lookups: std::sync::Mutex<HashMap<BucketRef, usize>>,
+    /// ProduceLog parts received per bucket, for [`Faults::produce_error`].
+    produces: std::sync::Mutex<HashMap<BucketRef, usize>>,
+    /// ProduceLog requests received, for [`Faults::close_after_produce`].
+    produce_requests: FetchCounter,
+    /// The last writer id handed out by `InitWriter`.
+    writer_ids: std::sync::atomic::AtomicI64,
     /// Bytes of log records sent in FetchLog answers.
     record_bytes_sent: std::sync::atomic::AtomicU64,
     /// The key-value state of each bucket looked up, with the high watermark of the
@@ -349,9 +358,14 @@ impl Connection {
         &self.shared.config.faults
     }
 
-    /// The connection fault hitting `request`, if it is a FetchLog one matches. Only
-    /// requests that would be answered count (authenticated, supported version).
+    /// The connection fault hitting `request`, if it is a FetchLog or ProduceLog one
+    /// matches. Only requests that would be answered count (authenticated, supported
+    /// version).
     fn connection_fault(&self, request: &Request) -> Option<ConnectionFault> {
+        if request.api_key == api_key::PRODUCE_LOG && self.authenticated {
+            let n = self.shared.produce_requests.next();
+            return self.faults().produce_connection_fault(n);
+        }
         if request.api_key != api_key::FETCH_LOG
             || !self.authenticated
             || self.faults().fetch_connection.is_empty()
@@ -485,6 +499,15 @@ impl Connection {
             api_key::LIST_OFFSETS => Ok(ok(&self.list_offsets(decode(request)?))),
             api_key::FETCH_LOG => Ok(ok(&self.fetch_log(decode(request)?))),
             api_key::LOOKUP => Ok(ok(&self.lookup(decode(request)?))),
+            api_key::INIT_WRITER => {
+                let _: InitWriterRequest = decode(request)?;
+                let id = 1 + self
+                    .shared
+                    .writer_ids
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(ok(&InitWriterResponse { writer_id: id }))
+            }
+            api_key::PRODUCE_LOG => Ok(ok(&self.produce_log(decode(request)?))),
             _ => Err(ApiError::new(
                 errors::UNSUPPORTED_VERSION,
                 format!("The server does not support API key {key}."),
@@ -782,6 +805,45 @@ impl Connection {
     /// Answers each key with the bucket's current value of it, as a tablet server
     /// reads its KV store (`KvTablet.multiGet`); a bucket it cannot answer gets an
     /// error of its own.
+    /// Appends each bucket's batches through the model (a model that takes no writes
+    /// answers every bucket with an error); injected bucket errors append nothing.
+    fn produce_log(&self, r: ProduceLogRequest) -> ProduceLogResponse {
+        let buckets_resp = r
+            .buckets_req
+            .into_iter()
+            .map(|b| {
+                let at = BucketRef::new(r.table_id, b.partition_id, b.bucket_id);
+                let nth = match self.shared.produces.lock() {
+                    Ok(mut counts) => {
+                        let n = counts.entry(at).or_default();
+                        *n += 1;
+                        *n
+                    }
+                    Err(_) => 0,
+                };
+                let appended = match self.faults().produce_error_of(at, nth) {
+                    Some(e) => Err(e.clone()),
+                    None => {
+                        self.model()
+                            .append(r.table_id, b.partition_id, b.bucket_id, &b.records)
+                    }
+                };
+                let (base_offset, error) = match appended {
+                    Ok(offset) => (Some(offset), None),
+                    Err(e) => (None, Some(e)),
+                };
+                PbProduceLogRespForBucket {
+                    partition_id: b.partition_id,
+                    bucket_id: b.bucket_id,
+                    error_code: error.as_ref().map(|e| e.code),
+                    error_message: error.map(|e| e.message),
+                    base_offset,
+                }
+            })
+            .collect();
+        ProduceLogResponse { buckets_resp }
+    }
+
     fn lookup(&self, r: LookupRequest) -> LookupResponse {
         let table = self.model().table_by_id(r.table_id);
         let buckets_resp = r

@@ -27,6 +27,7 @@ use futures::stream::BoxStream;
 use super::{ClusterSource, client_error};
 use crate::error::{Error, Result};
 use crate::lake::tiering::TieringResult;
+use crate::source::bucketing::BucketAssigner;
 use crate::source::conform::{conform_batch, conform_keys, partial_columns};
 use crate::source::{FlussSource, FlussWriter, NewColumn, WriteKind, WriteResult};
 
@@ -36,11 +37,11 @@ enum RowWriter {
     Upsert(UpsertWriter),
 }
 
-/// One queued write and the rows of the statement it carries (`first..first + rows`).
+/// One queued write and the rows of the statement it carries (their positions in the
+/// statement, ascending).
 struct Pending {
     ack: WriteResultFuture,
-    first: usize,
-    rows: usize,
+    rows: Vec<usize>,
 }
 
 impl ClusterSource {
@@ -99,17 +100,25 @@ impl ClusterSource {
         batch: RecordBatch,
         row_type: &Arc<RowType>,
         op: RowOp<'_>,
-        partitioned: bool,
+        split: Split<'_>,
         first: usize,
         done: &mut usize,
     ) -> Result<()> {
         let mut pending = Vec::new();
+        // an append split by bucket here is acknowledged bucket by bucket: fluss-rs
+        // joins the acknowledgements of the buckets it splits a batch into
+        let row_by_row = matches!(split, Split::RowByRow);
+        let groups = match split {
+            Split::ByBucket(assigner) => Some(bucket_groups(assigner, &batch)?),
+            _ => None,
+        };
         let queued = queue_rows(
             writer,
             batch,
             row_type,
             op,
-            partitioned,
+            row_by_row,
+            groups,
             first,
             &mut pending,
         );
@@ -128,20 +137,22 @@ impl ClusterSource {
         pending: Vec<Pending>,
         done: &mut usize,
     ) -> Result<()> {
-        let mut failed: Option<(fluss::error::Error, Vec<(usize, usize)>)> = None;
+        let mut failed: Option<(fluss::error::Error, Vec<usize>)> = None;
         for write in pending {
             match write.ack.await {
-                Ok(()) => *done += write.rows,
+                Ok(()) => *done += write.rows.len(),
                 Err(e) => match &mut failed {
-                    Some((_, ranges)) => ranges.push((write.first, write.rows)),
-                    None => failed = Some((e, vec![(write.first, write.rows)])),
+                    Some((_, rows)) => rows.extend(write.rows),
+                    None => failed = Some((e, write.rows)),
                 },
             }
         }
-        let Some((error, ranges)) = failed else {
+        let Some((error, mut rows)) = failed else {
             return Ok(());
         };
-        let lost: usize = ranges.iter().map(|(_, n)| n).sum();
+        rows.sort_unstable();
+        let lost = rows.len();
+        let ranges = ranges_of(&rows);
         let shown: Vec<String> = ranges
             .iter()
             .take(8)
@@ -180,12 +191,14 @@ enum RowOp<'a> {
 /// each queued write in `pending` with the rows it carries (from `first`). A log
 /// table's unpartitioned batch goes whole (fluss-rs splits it by bucket); otherwise
 /// row by row, as fluss-rs takes a batch's partition from its first row.
+#[allow(clippy::too_many_arguments)]
 fn queue_rows(
     writer: &RowWriter,
     batch: RecordBatch,
     row_type: &Arc<RowType>,
     op: RowOp<'_>,
     partitioned: bool,
+    groups: Option<Vec<Vec<u32>>>,
     first: usize,
     pending: &mut Vec<Pending>,
 ) -> fluss::error::Result<()> {
@@ -196,8 +209,28 @@ fn queue_rows(
     if let RowWriter::Append(append) = writer
         && !partitioned
     {
-        let ack = append.append_arrow_batch(batch)?;
-        pending.push(Pending { ack, first, rows });
+        let Some(groups) = groups else {
+            let ack = append.append_arrow_batch(batch)?;
+            pending.push(Pending {
+                ack,
+                rows: (first..first + rows).collect(),
+            });
+            return Ok(());
+        };
+        for indices in groups {
+            let picked = datafusion::arrow::compute::take_record_batch(
+                &batch,
+                &datafusion::arrow::array::UInt32Array::from(indices.clone()),
+            )
+            .map_err(|e| fluss::error::Error::IllegalArgument {
+                message: format!("cannot split the rows by bucket: {e}"),
+            })?;
+            let ack = append.append_arrow_batch(picked)?;
+            pending.push(Pending {
+                ack,
+                rows: indices.iter().map(|&i| first + i as usize).collect(),
+            });
+        }
         return Ok(());
     }
     let mut row = ColumnarRow::new(Arc::new(batch), row_type.clone(), 0, None)?;
@@ -215,11 +248,41 @@ fn queue_rows(
         };
         pending.push(Pending {
             ack,
-            first: first + i,
-            rows: 1,
+            rows: vec![first + i],
         });
     }
     Ok(())
+}
+
+/// How a statement's batches go to fluss-rs.
+enum Split<'a> {
+    /// Whole (a log table without a bucket key, or an upsert writer's rows).
+    Whole,
+    /// One append per bucket, by the table's bucket key (`assigner`).
+    ByBucket(&'a mut BucketAssigner),
+    /// Row by row: fluss-rs takes a batch's partition from its first row.
+    RowByRow,
+}
+
+/// The rows of `batch` by bucket, as Fluss buckets them (indices, ascending).
+fn bucket_groups(assigner: &mut BucketAssigner, batch: &RecordBatch) -> Result<Vec<Vec<u32>>> {
+    let mut groups: std::collections::BTreeMap<i32, Vec<u32>> = Default::default();
+    for (row, bucket) in assigner.assign(batch)?.into_iter().enumerate() {
+        groups.entry(bucket).or_default().push(row as u32);
+    }
+    Ok(groups.into_values().collect())
+}
+
+/// Ascending row positions as ranges `(first, count)`.
+fn ranges_of(rows: &[usize]) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for &row in rows {
+        match ranges.last_mut() {
+            Some((first, n)) if *first + *n == row => *n += 1,
+            _ => ranges.push((row, 1)),
+        }
+    }
+    ranges
 }
 
 #[async_trait]
@@ -291,6 +354,17 @@ impl FlussWriter for ClusterSource {
             WriteKind::Delete => RowOp::Delete,
             _ => RowOp::Write,
         };
+        let mut assigner = match (kind, partitioned) {
+            (WriteKind::Append, false) if !table.info.get_bucket_keys().is_empty() => {
+                Some(BucketAssigner::new(
+                    table.info.get_row_type(),
+                    table.info.get_bucket_keys(),
+                    table.info.get_num_buckets(),
+                    table.configured_lake_format(),
+                )?)
+            }
+            _ => None,
+        };
         let mut writer: Option<RowWriter> = None;
         let mut result = WriteResult::default();
         let mut done = 0;
@@ -316,17 +390,13 @@ impl FlussWriter for ClusterSource {
             let first = result.rows;
             result.rows += batch.num_rows();
             result.batches += 1;
-            self.send(
-                path,
-                writer,
-                full,
-                &row_type,
-                op,
-                partitioned,
-                first,
-                &mut done,
-            )
-            .await?;
+            let split = match (&mut assigner, partitioned) {
+                (_, true) => Split::RowByRow,
+                (Some(assigner), false) => Split::ByBucket(assigner),
+                (None, false) => Split::Whole,
+            };
+            self.send(path, writer, full, &row_type, op, split, first, &mut done)
+                .await?;
         }
         // the cluster decides which rows update existing keys: rows, not records
         result.records = result.rows;
@@ -402,20 +472,15 @@ impl FlussWriter for ClusterSource {
         let full = conform_batch(rows, &latest)?;
         let row_type = Arc::new(table.info.row_type().clone());
         let writer = self.row_writer(path, WriteKind::Upsert, None).await?;
-        let partitioned = table.info.is_partitioned();
+        let split = if table.info.is_partitioned() {
+            Split::RowByRow
+        } else {
+            Split::Whole
+        };
         let op = RowOp::Mixed(deletes);
         let mut done = 0;
-        self.send(
-            path,
-            &writer,
-            full,
-            &row_type,
-            op,
-            partitioned,
-            0,
-            &mut done,
-        )
-        .await?;
+        self.send(path, &writer, full, &row_type, op, split, 0, &mut done)
+            .await?;
         Ok(WriteResult {
             rows: rows.num_rows(),
             records: rows.num_rows(),
