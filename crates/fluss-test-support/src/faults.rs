@@ -114,11 +114,11 @@ pub struct Faults {
     /// Errors answered to Lookup requests for a bucket: the first `n` lookups of it
     /// (`None`: every one) get the error instead of values.
     pub lookup_errors: Vec<(BucketRef, ApiError, Option<usize>)>,
-    /// Errors answered to a bucket's part of ProduceLog requests: the first `n` of
-    /// them (`None`: every one) get the error and append nothing.
+    /// Errors answered to a bucket's part of write requests (ProduceLog, PutKv): the
+    /// first `n` of them (`None`: every one) get the error and append nothing.
     pub produce_errors: Vec<(BucketRef, ApiError, Option<usize>)>,
-    /// Connection faults of the `n`th ProduceLog request (1-based, over all
-    /// connections). The request is handled (its batches appended) first: the answer
+    /// Connection faults of the `n`th write request (ProduceLog or PutKv, 1-based,
+    /// over all connections). The request is handled (its batches appended) first: the answer
     /// is what is lost, as when a server dies after appending.
     pub produce_connection: Vec<(usize, ConnectionFault)>,
 }

@@ -61,6 +61,8 @@ pub mod api_key {
     pub const PRODUCE_LOG: i16 = 1014;
     /// `FETCH_LOG`.
     pub const FETCH_LOG: i16 = 1015;
+    /// `PUT_KV`.
+    pub const PUT_KV: i16 = 1016;
     /// `LOOKUP`.
     pub const LOOKUP: i16 = 1017;
     /// `LIST_OFFSETS`.
@@ -86,6 +88,8 @@ pub mod api_key {
         // v1 only adds a historical partition's name, which this server never needs
         (PRODUCE_LOG, 0, 1),
         (FETCH_LOG, 0, 0),
+        // v2 adds a backpressure answer field, v3 a historical partition's name: unset
+        (PUT_KV, 0, 0),
         // v1 only changes how clients encode keys of kv format version 2 tables with
         // their own bucket key; the server keys its rows with the same encoder.
         (LOOKUP, 0, 1),

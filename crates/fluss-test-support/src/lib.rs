@@ -1,7 +1,7 @@
 //! A Fluss RPC test server: an in-process Tokio TCP server that speaks Apache Fluss's wire
 //! protocol (framing and protobuf messages) well enough for the official Rust client
 //! (`fluss-rs`) to connect, browse metadata, list offsets, read lake snapshot metadata and
-//! fetch log batches.
+//! fetch log batches, and take the writes of its append and upsert writers.
 //!
 //! * [`frame`]: length-prefixed frames, request/response headers, API keys.
 //! * [`proto`]: the protobuf messages of the RPCs served.
@@ -10,7 +10,8 @@
 //! * [`log`]: log batch indexing, slicing at batch boundaries, column projection.
 //! * [`memory`]: an in-memory `ClusterModel`.
 //! * [`local_store`]: a `ClusterModel` holding everything a library `LocalStore` holds.
-//! * [`writes`]: a `ClusterModel` that takes the batches clients produce.
+//! * [`writes`]: a `ClusterModel` that takes writes (`ProduceLog`, and `PutKv` applied by
+//!   [`kv_write`] as a tablet server's `KvTablet` applies it).
 //! * [`server`]: the server itself.
 //! * [`faults`]: fault injection for the server (dropped connections, error answers,
 //!   damaged batches, missing leaders), off by default.
@@ -40,6 +41,7 @@ pub mod faults;
 mod filter;
 pub mod frame;
 pub mod kv;
+pub mod kv_write;
 pub mod local_store;
 pub mod log;
 pub mod memory;

@@ -64,6 +64,22 @@ pub trait ClusterModel: Send + Sync + 'static {
             "This test cluster serves a fixed snapshot and takes no writes.",
         ))
     }
+
+    /// Applies a client's KV record batch to one bucket of a primary-key table
+    /// (`PutKv`; `target_columns`: a partial update's), appending the changelog it
+    /// writes, and returns the log's end offset after it. The default refuses, as
+    /// [`ClusterModel::append`] does.
+    fn put_kv(
+        &self,
+        table_id: i64,
+        partition_id: Option<i64>,
+        bucket: i32,
+        records: &[u8],
+        target_columns: &[i32],
+    ) -> Result<i64, crate::errors::ApiError> {
+        let _ = target_columns;
+        self.append(table_id, partition_id, bucket, records)
+    }
 }
 
 /// One table as the coordinator describes it.

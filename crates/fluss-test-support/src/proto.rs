@@ -506,3 +506,55 @@ pub struct PbProduceLogRespForBucket {
     #[prost(int64, optional, tag = "5")]
     pub base_offset: Option<i64>,
 }
+
+// ---- PutKv (1016) ---------------------------------------------------------------------------
+
+/// `PutKvRequest` of FlussApi.proto: KV record batches for buckets of one table
+/// (`target_columns`: a partial update's columns, by index).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PutKvRequest {
+    #[prost(int32, required, tag = "1")]
+    pub acks: i32,
+    #[prost(int64, required, tag = "2")]
+    pub table_id: i64,
+    #[prost(int32, required, tag = "3")]
+    pub timeout_ms: i32,
+    #[prost(int32, repeated, packed = "false", tag = "4")]
+    pub target_columns: Vec<i32>,
+    #[prost(message, repeated, tag = "5")]
+    pub buckets_req: Vec<PbPutKvReqForBucket>,
+}
+
+/// `PbPutKvReqForBucket` of FlussApi.proto.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PbPutKvReqForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(bytes = "bytes", required, tag = "3")]
+    pub records: bytes::Bytes,
+}
+
+/// `PutKvResponse` of FlussApi.proto.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PutKvResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub buckets_resp: Vec<PbPutKvRespForBucket>,
+}
+
+/// `PbPutKvRespForBucket` of FlussApi.proto: the changelog's end offset after the
+/// write, or an error.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PbPutKvRespForBucket {
+    #[prost(int64, optional, tag = "1")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "2")]
+    pub bucket_id: i32,
+    #[prost(int32, optional, tag = "3")]
+    pub error_code: Option<i32>,
+    #[prost(string, optional, tag = "4")]
+    pub error_message: Option<String>,
+    #[prost(int64, optional, tag = "5")]
+    pub log_end_offset: Option<i64>,
+}

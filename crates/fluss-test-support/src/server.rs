@@ -209,9 +209,9 @@ struct Shared {
     fetches: FetchCounter,
     /// Lookups received per bucket, for [`Faults::lookup_error`].
     lookups: std::sync::Mutex<HashMap<BucketRef, usize>>,
-    /// ProduceLog parts received per bucket, for [`Faults::produce_error`].
+    /// ProduceLog and PutKv parts received per bucket, for [`Faults::produce_error`].
     produces: std::sync::Mutex<HashMap<BucketRef, usize>>,
-    /// ProduceLog requests received, for [`Faults::close_after_produce`].
+    /// ProduceLog and PutKv requests received, for [`Faults::close_after_produce`].
     produce_requests: FetchCounter,
     /// The last writer id handed out by `InitWriter`.
     writer_ids: std::sync::atomic::AtomicI64,
@@ -362,7 +362,8 @@ impl Connection {
     /// matches. Only requests that would be answered count (authenticated, supported
     /// version).
     fn connection_fault(&self, request: &Request) -> Option<ConnectionFault> {
-        if request.api_key == api_key::PRODUCE_LOG && self.authenticated {
+        let write = request.api_key == api_key::PRODUCE_LOG || request.api_key == api_key::PUT_KV;
+        if write && self.authenticated {
             let n = self.shared.produce_requests.next();
             return self.faults().produce_connection_fault(n);
         }
@@ -508,6 +509,7 @@ impl Connection {
                 Ok(ok(&InitWriterResponse { writer_id: id }))
             }
             api_key::PRODUCE_LOG => Ok(ok(&self.produce_log(decode(request)?))),
+            api_key::PUT_KV => Ok(ok(&self.put_kv(decode(request)?))),
             _ => Err(ApiError::new(
                 errors::UNSUPPORTED_VERSION,
                 format!("The server does not support API key {key}."),
@@ -813,15 +815,7 @@ impl Connection {
             .into_iter()
             .map(|b| {
                 let at = BucketRef::new(r.table_id, b.partition_id, b.bucket_id);
-                let nth = match self.shared.produces.lock() {
-                    Ok(mut counts) => {
-                        let n = counts.entry(at).or_default();
-                        *n += 1;
-                        *n
-                    }
-                    Err(_) => 0,
-                };
-                let appended = match self.faults().produce_error_of(at, nth) {
+                let appended = match self.faults().produce_error_of(at, self.nth_write(at)) {
                     Some(e) => Err(e.clone()),
                     None => {
                         self.model()
@@ -842,6 +836,52 @@ impl Connection {
             })
             .collect();
         ProduceLogResponse { buckets_resp }
+    }
+
+    /// The number of this write (ProduceLog or PutKv part) to `at`, 1-based.
+    fn nth_write(&self, at: BucketRef) -> usize {
+        match self.shared.produces.lock() {
+            Ok(mut counts) => {
+                let n = counts.entry(at).or_default();
+                *n += 1;
+                *n
+            }
+            Err(_) => 0,
+        }
+    }
+
+    /// Applies each bucket's KV records through the model, as [`Self::produce_log`]
+    /// appends log batches (the same injected write errors apply).
+    fn put_kv(&self, r: PutKvRequest) -> PutKvResponse {
+        let buckets_resp = r
+            .buckets_req
+            .into_iter()
+            .map(|b| {
+                let at = BucketRef::new(r.table_id, b.partition_id, b.bucket_id);
+                let written = match self.faults().produce_error_of(at, self.nth_write(at)) {
+                    Some(e) => Err(e.clone()),
+                    None => self.model().put_kv(
+                        r.table_id,
+                        b.partition_id,
+                        b.bucket_id,
+                        &b.records,
+                        &r.target_columns,
+                    ),
+                };
+                let (log_end_offset, error) = match written {
+                    Ok(offset) => (Some(offset), None),
+                    Err(e) => (None, Some(e)),
+                };
+                PbPutKvRespForBucket {
+                    partition_id: b.partition_id,
+                    bucket_id: b.bucket_id,
+                    error_code: error.as_ref().map(|e| e.code),
+                    error_message: error.map(|e| e.message),
+                    log_end_offset,
+                }
+            })
+            .collect();
+        PutKvResponse { buckets_resp }
     }
 
     fn lookup(&self, r: LookupRequest) -> LookupResponse {

@@ -78,6 +78,32 @@ impl ClusterModel for WritableCluster {
         self.read().log(table_id, partition_id, bucket)
     }
 
+    fn put_kv(
+        &self,
+        table_id: i64,
+        partition_id: Option<i64>,
+        bucket: i32,
+        records: &[u8],
+        target_columns: &[i32],
+    ) -> Result<i64, ApiError> {
+        let batch =
+            fluss::record::kv::KvRecordBatch::new(bytes::Bytes::copy_from_slice(records), 0);
+        let writer = match (batch.writer_id(), batch.batch_sequence()) {
+            (Ok(id), Ok(sequence)) if id != NO_WRITER_ID => Some((id, sequence)),
+            _ => None,
+        };
+        self.write(
+            table_id,
+            partition_id,
+            bucket,
+            writer,
+            |log, db, name, table| {
+                crate::kv_write::changelog_of_put((db, name), table, log, records, target_columns)
+            },
+        )
+        .map(|(log_end, _)| log_end)
+    }
+
     fn append(
         &self,
         table_id: i64,
@@ -85,21 +111,48 @@ impl ClusterModel for WritableCluster {
         bucket: i32,
         records: &[u8],
     ) -> Result<i64, ApiError> {
+        let writer = ServedLog::writer_of(records).filter(|(id, _)| *id != NO_WRITER_ID);
+        self.write(table_id, partition_id, bucket, writer, |_, _, _, _| {
+            Ok(Some(bytes::Bytes::copy_from_slice(records)))
+        })
+        .map(|(_, base)| base)
+    }
+}
+
+impl WritableCluster {
+    /// Appends what `change` makes of the bucket's log (log batch bytes; `None`:
+    /// nothing) once per writer sequence; returns the log end offset after it and
+    /// the base offset the batches got (a retried sequence: what it got first).
+    fn write(
+        &self,
+        table_id: i64,
+        partition_id: Option<i64>,
+        bucket: i32,
+        writer: Option<(i64, i32)>,
+        change: impl FnOnce(
+            &ServedLog,
+            &str,
+            &str,
+            &ServedTable,
+        ) -> Result<Option<bytes::Bytes>, ApiError>,
+    ) -> Result<(i64, i64), ApiError> {
         let key: BucketKey = (table_id, partition_id, bucket);
         let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
         let mut cluster = self.cluster.write().unwrap_or_else(|e| e.into_inner());
-        let Some(log) = cluster.log(table_id, partition_id, bucket) else {
+        let (Some(log), Some((db, name, table))) = (
+            cluster.log(table_id, partition_id, bucket),
+            cluster.table_by_id(table_id),
+        ) else {
             return Err(ApiError::new(
                 errors::UNKNOWN_TABLE_OR_BUCKET,
                 format!("Unknown table or bucket: {key:?}"),
             ));
         };
-        let writer = ServedLog::writer_of(records).filter(|(id, _)| *id != NO_WRITER_ID);
         if let Some((id, sequence)) = writer
             && let Some(state) = writers.get(&(id, key))
         {
             if let Some(offset) = state.offsets.get(&sequence) {
-                return Ok(*offset);
+                return Ok((log.high_watermark(), *offset));
             }
             let last = state.last;
             if sequence != last + 1 {
@@ -112,18 +165,27 @@ impl ClusterModel for WritableCluster {
                 ));
             }
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        let (appended, base) = log
-            .appended(records, now)
-            .map_err(|e| ApiError::new(errors::CORRUPT_MESSAGE, e.0))?;
-        cluster.add_log(table_id, partition_id, bucket, appended);
+        let base = match change(&log, &db, &name, &table)? {
+            Some(batches) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                let (appended, base) = log
+                    .appended(&batches, now)
+                    .map_err(|e| ApiError::new(errors::CORRUPT_MESSAGE, e.0))?;
+                cluster.add_log(table_id, partition_id, bucket, appended);
+                base
+            }
+            None => log.high_watermark(),
+        };
         if let Some((id, sequence)) = writer {
             let state = writers.entry((id, key)).or_default();
             state.last = sequence;
             state.offsets.insert(sequence, base);
         }
-        Ok(base)
+        let log_end = cluster
+            .log(table_id, partition_id, bucket)
+            .map_or(base, |l| l.high_watermark());
+        Ok((log_end, base))
     }
 }

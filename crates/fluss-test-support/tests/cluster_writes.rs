@@ -28,14 +28,27 @@ const STEP: Duration = Duration::from_secs(60);
 const EVENTS: &str = "CREATE TABLE db.events (id BIGINT, kind STRING) \
                       WITH ('bucket.num' = '3', 'bucket.key' = 'id')";
 
+/// `db.users`: a primary-key table of three buckets.
+const USERS: &str = "CREATE TABLE db.users (id BIGINT, name STRING, score INT, \
+                     PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket.num' = '3')";
+
 /// A server taking writes into an empty `db.events`, with the faults `faults` makes
 /// from the table's id, and a session on it through the cluster source.
 async fn cluster(
     faults: impl FnOnce(i64) -> Faults,
 ) -> (tempfile::TempDir, TestServer, FlussSession, i64) {
-    let (dir, store) = common::sql_store(&["CREATE DATABASE db", EVENTS]).await;
+    cluster_of("events", EVENTS, faults).await
+}
+
+/// A server taking writes into an empty table `name` that `ddl` creates.
+async fn cluster_of(
+    name: &str,
+    ddl: &str,
+    faults: impl FnOnce(i64) -> Faults,
+) -> (tempfile::TempDir, TestServer, FlussSession, i64) {
+    let (dir, store) = common::sql_store(&["CREATE DATABASE db", ddl]).await;
     let model = load_local_store(&store).await.expect("the store loads");
-    let table_id = model.table("db", "events").expect("table").table_id;
+    let table_id = model.table("db", name).expect("table").table_id;
     let config = ServerConfig {
         faults: faults(table_id),
         ..ServerConfig::default()
@@ -158,4 +171,73 @@ async fn a_bucket_refusing_for_good_fails_the_statement_naming_its_rows() {
     assert!(e.contains(&acknowledged), "{e}\nread back: {written:?}");
     let lost = format!("{} row(s) written to 'db.events'", 30 - written.len());
     assert!(e.contains(&lost), "{e}");
+}
+
+/// The statements of a primary-key table's life, and what the table holds after them.
+const USERS_WRITES: [&str; 5] = [
+    "INSERT INTO db.users VALUES (1, 'ann', 10), (2, 'bob', 20), (3, 'cy', 30), (4, 'dee', 40), (5, 'ed', 50)",
+    "INSERT INTO db.users (id, score) VALUES (1, 11), (6, 60)",
+    "UPDATE db.users SET name = 'bobby' WHERE id IN (SELECT id FROM db.users WHERE score = 20)",
+    "DELETE FROM db.users WHERE id = 3 OR id = 99",
+    "MERGE INTO db.users u USING (SELECT 4 AS id, 44 AS score UNION ALL SELECT 7, 70) s \
+     ON u.id = s.id WHEN MATCHED THEN UPDATE SET score = s.score \
+     WHEN NOT MATCHED THEN INSERT VALUES (s.id, 'new', s.score)",
+];
+const USERS_AFTER: &str = "| 1 | ann | 11 |\n| 2 | bobby | 20 |\n| 4 | dee | 44 |\n\
+                           | 5 | ed | 50 |\n| 6 | NULL | 60 |\n| 7 | new | 70 |\n";
+
+/// Upserts, a partial-update INSERT, an UPDATE with a subquery, a DELETE (of a key
+/// and of a missing one) and a MERGE go through fluss-rs's `UpsertWriter` as PutKv;
+/// the server's changelog holds what a tablet server's would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn primary_key_writes_apply_as_a_tablet_server_applies_them() {
+    let (_dir, server, session, _) = cluster_of("users", USERS, |_| Faults::default()).await;
+    for sql in USERS_WRITES {
+        run(&session, sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let all = "SELECT id, name, score FROM db.users ORDER BY id";
+    assert_eq!(run(&session, all).await.unwrap(), USERS_AFTER);
+    assert!(server.received_api_keys().contains(&api_key::PUT_KV));
+    // 5 inserts; 1 update and 1 insert; 1 update; 1 delete; 1 update and 1 insert
+    let changes = "SELECT _change_type, count(*) AS n FROM db.\"users$changelog\" \
+                   GROUP BY _change_type ORDER BY _change_type";
+    assert_eq!(
+        run(&session, changes).await.unwrap(),
+        "| delete | 1 |\n| insert | 7 |\n| update_after | 3 |\n| update_before | 3 |\n"
+    );
+}
+
+/// The first PutKv's answer is lost: the retry is answered as the first was, and the
+/// changelog holds each change once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_put_answer_is_retried_and_applied_once() {
+    let (_dir, _server, session, _) =
+        cluster_of("users", USERS, |_| Faults::default().close_after_produce(1)).await;
+    run(&session, USERS_WRITES[0]).await.unwrap();
+    let changelog = "SELECT count(*) FROM db.\"users$changelog\"";
+    assert_eq!(run(&session, changelog).await.unwrap(), "| 5 |\n");
+}
+
+/// A bucket refusing upserts for good: the statement names the rows not acknowledged,
+/// and a read finds exactly the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_refusing_upserts_names_their_rows() {
+    let (_dir, _server, session, _) = cluster_of("users", USERS, |id| {
+        Faults::default().produce_error(BucketRef::new(id, None, 0), 13, "too large", None)
+    })
+    .await;
+    let rows: Vec<String> = (0..30).map(|i| format!("({i}, 'n{i}', {i})")).collect();
+    let sql = format!("INSERT INTO db.users VALUES {}", rows.join(", "));
+    let e = run(&session, &sql).await.unwrap_err().to_string();
+    let text = run(&session, "SELECT id FROM db.users").await.unwrap();
+    let written = text.lines().count();
+    assert!(written > 0 && written < 30, "{text}");
+    let acknowledged = format!("the {written} row(s) acknowledged stay written");
+    assert!(e.contains(&acknowledged), "{e}\nread back: {text}");
+    assert!(
+        e.contains(&format!("{} row(s) written to 'db.users'", 30 - written)),
+        "{e}"
+    );
 }
