@@ -49,7 +49,7 @@ pub(crate) fn exactly_as(column: &ArrayRef, field: &Field) -> Result<ArrayRef> {
         Some(row) => Err(Error::invalid_input(format!(
             "value {} does not fit column '{}' {} exactly: it would be stored as {} \
              (values are stored as written, never rounded or truncated; to store it \
-             rounded, say so: ROUND(value, scale))",
+             rounded, say so: CAST(value AS type) or ROUND(value, scale))",
             shown(column, row)?,
             field.name(),
             sql_type(target),

@@ -30,6 +30,7 @@ pub(crate) mod ddl;
 mod describe;
 mod dml;
 mod error;
+mod explicit_casts;
 pub(crate) mod parse;
 mod show_create;
 pub(crate) mod statement;
@@ -526,7 +527,7 @@ impl FlussSession {
         let statement = state
             .sql_to_statement(sql, &dialect)
             .map_err(from_datafusion)?;
-        let statement = update_from::as_merge(statement);
+        let statement = explicit_casts::keep_explicit_casts(update_from::as_merge(statement));
         let tables = self.fluss_tables_of(&state, &statement)?;
         let run = || self.plan_and_collect(&state, statement.clone());
         let outcome = if statement::reads_only(&statement) {
