@@ -187,12 +187,26 @@ fn client_error<'a>(
             ) => ErrorKind::NotFound,
             _ => ErrorKind::Cluster,
         };
-        let error = Error::new(kind, format!("{what}: {e}"));
+        let error = Error::new(kind, format!("{what}: {}", cluster_said(&e)));
         if kind == ErrorKind::Cluster {
             error.with_context("bootstrap_servers", bootstrap_servers)
         } else {
             error
         }
+    }
+}
+
+/// A fluss-rs error in words: an error the cluster answered as its message, code and
+/// name (fluss-rs shows it as a Rust struct), anything else as fluss-rs words it.
+fn cluster_said(e: &fluss::error::Error) -> String {
+    match e {
+        fluss::error::Error::FlussAPIError { api_error } => format!(
+            "{} (Fluss error {}, {:?})",
+            api_error.message.trim_end_matches('.'),
+            api_error.code,
+            FlussError::for_code(api_error.code)
+        ),
+        other => other.to_string(),
     }
 }
 
