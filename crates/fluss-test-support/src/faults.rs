@@ -145,8 +145,8 @@ impl Faults {
         message: impl Into<String>,
         times: Option<usize>,
     ) -> Self {
-        self.produce_errors
-            .push((bucket, ApiError::new(code, message), times));
+        let error = ApiError::new(code, message);
+        self.produce_errors.push((bucket, error, times));
         self
     }
 
@@ -163,12 +163,9 @@ impl Faults {
         self
     }
 
-    /// The error for the `nth` (1-based) ProduceLog of `bucket`, if any.
+    /// The error for the `nth` (1-based) write of `bucket`, if any.
     pub(crate) fn produce_error_of(&self, bucket: BucketRef, nth: usize) -> Option<&ApiError> {
-        self.produce_errors
-            .iter()
-            .find(|(b, _, times)| *b == bucket && times.is_none_or(|t| nth <= t))
-            .map(|(_, e, _)| e)
+        nth_error(&self.produce_errors, bucket, nth)
     }
 
     /// The connection fault of the `nth` ProduceLog request, if any.
@@ -231,10 +228,7 @@ impl Faults {
 
     /// The error for the `nth` (1-based) Lookup of `bucket`, if any.
     pub(crate) fn lookup_error_of(&self, bucket: BucketRef, nth: usize) -> Option<&ApiError> {
-        self.lookup_errors
-            .iter()
-            .find(|(b, _, times)| *b == bucket && times.is_none_or(|t| nth <= t))
-            .map(|(_, e, _)| e)
+        nth_error(&self.lookup_errors, bucket, nth)
     }
 
     /// Reports `leader_id` as `bucket`'s leader in `MetaData` (see [`Faults::leaders`]).
@@ -283,6 +277,19 @@ impl Faults {
             })
             .map(|(_, fault)| *fault)
     }
+}
+
+/// The error of the first of `errors` for `bucket` still in force at its `nth`
+/// request (one with `times` `None` always is).
+fn nth_error(
+    errors: &[(BucketRef, ApiError, Option<usize>)],
+    bucket: BucketRef,
+    nth: usize,
+) -> Option<&ApiError> {
+    errors
+        .iter()
+        .find(|(b, _, times)| *b == bucket && times.is_none_or(|t| nth <= t))
+        .map(|(_, e, _)| e)
 }
 
 /// Counts FetchLog requests for [`FetchMatch::Nth`].
