@@ -11,10 +11,12 @@
 //!                                      over target_partitions)
 //! ```
 //!
-//! Filters: those on partition columns are `Exact` (partitions are pruned on both
-//! sides exactly); all others are `Inexact` and DataFusion re-applies them. They are
-//! still used to skip data: lake partition/bucket/file/row-group pruning and log batch
-//! skipping by V1 statistics. On PK tables only key and partition filters reach the
+//! Filters: those on partition columns the partition pruner evaluates for every
+//! partition by their form (`union::filters::prunes_exactly`) are `Exact` (partitions
+//! are pruned on both sides exactly, and a partition an exact filter cannot be
+//! evaluated for fails the scan); all others are `Inexact` and DataFusion re-applies
+//! them. They are still used to skip data: lake partition/bucket/file/row-group
+//! pruning and log batch skipping by V1 statistics. On PK tables only key and partition filters reach the
 //! lake planner and none skips log batches, so a stale row version can never surface.
 
 use std::collections::HashSet;
@@ -62,7 +64,71 @@ use crate::union::lake_keys::LakeFileId;
 use crate::union::{LakeKeyCache, TailCache, UnionCut, plan_cut};
 
 /// Decides from a partition name whether the partition can hold matching rows.
-type PartitionPruner = Box<dyn Fn(&str) -> bool + Send + Sync>;
+/// Which partitions a scan keeps, by their names. The filters pushed `Exact` must be
+/// evaluated for every partition (DataFusion does not filter their rows again): one
+/// that cannot be, for a partition whose name does not hold a value of its column's
+/// type, fails the scan ([`PartitionPruner::check`]) instead of keeping the partition
+/// unfiltered. The others keep a partition they cannot judge (DataFusion re-applies
+/// them).
+struct PartitionPruner {
+    schema: SchemaRef,
+    exact: Option<(Arc<dyn PhysicalExpr>, String)>,
+    inexact: Option<Arc<dyn PhysicalExpr>>,
+    unjudged: std::sync::Mutex<Vec<String>>,
+}
+
+impl PartitionPruner {
+    /// A pruner keeping every partition.
+    fn keep_all() -> Self {
+        Self {
+            schema: Arc::new(Schema::empty()),
+            exact: None,
+            inexact: None,
+            unjudged: Default::default(),
+        }
+    }
+
+    /// Whether the partition named `name` may hold rows the filters keep.
+    fn keep(&self, name: &str) -> bool {
+        let exact = match &self.exact {
+            None => true,
+            Some((predicate, _)) => match evaluate_partition(predicate, &self.schema, name) {
+                Some(keep) => keep,
+                None => {
+                    if let Ok(mut unjudged) = self.unjudged.lock() {
+                        unjudged.push(name.to_string());
+                    }
+                    true
+                }
+            },
+        };
+        exact
+            && self.inexact.as_ref().is_none_or(|predicate| {
+                evaluate_partition(predicate, &self.schema, name).unwrap_or(true)
+            })
+    }
+
+    /// Fails when an exact filter could not be evaluated for a partition [`Self::keep`]
+    /// was asked about.
+    fn check(&self, table: &FlussTable) -> Result<()> {
+        let unjudged = self.unjudged.lock().map(|u| u.clone()).unwrap_or_default();
+        let (Some(name), Some((_, filter))) = (unjudged.first(), &self.exact) else {
+            return Ok(());
+        };
+        Err(Error::data_invalid(format!(
+            "partition '{name}' cannot be checked against the filter {filter}: its name \
+             does not hold values of the partition columns' types ({})",
+            self.schema
+                .fields()
+                .iter()
+                .map(|f| format!("{} {}", f.name(), f.data_type()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .with_context("table", table.path.to_string())
+        .with_context("partition", name.clone()))
+    }
+}
 
 /// Which side(s) of a table a provider reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,16 +237,22 @@ impl FlussTableProvider {
         PlacedFilters::new(filters, &KeyColumns::of(&self.table))
     }
 
-    /// Compiles the partition filters into a predicate on partition names.
+    /// Compiles the partition filters into predicates on partition names.
     fn partition_pruner(
         &self,
         state: &dyn Session,
         filters: &PlacedFilters,
     ) -> Result<PartitionPruner> {
+        let exact = filters.exact_partition();
+        let inexact: Vec<Expr> = filters
+            .partition()
+            .into_iter()
+            .filter(|f| !exact.contains(f))
+            .collect();
+        if exact.is_empty() && inexact.is_empty() {
+            return Ok(PartitionPruner::keep_all());
+        }
         let keys = self.table.info.get_partition_keys().to_vec();
-        let Some(predicate) = conjunction(filters.partition()) else {
-            return Ok(Box::new(|_| true));
-        };
         let fields: Vec<_> = keys
             .iter()
             .map(|k| self.schema.field_with_name(k).cloned())
@@ -188,14 +260,24 @@ impl FlussTableProvider {
         let partition_schema = Arc::new(Schema::new(fields));
         let df_schema = DFSchema::try_from(partition_schema.as_ref().clone())
             .map_err(|e| Error::internal("partition schema").with_source(e))?;
-        let physical = state
-            .create_physical_expr(predicate, &df_schema)
-            .map_err(|e| {
-                Error::invalid_input("partition filter cannot be planned").with_source(e)
-            })?;
-        Ok(Box::new(move |name: &str| {
-            evaluate_partition(&physical, &partition_schema, name).unwrap_or(true)
-        }))
+        let compile = |filters: Vec<Expr>| -> Result<Option<(Arc<dyn PhysicalExpr>, String)>> {
+            let Some(predicate) = conjunction(filters) else {
+                return Ok(None);
+            };
+            let shown = predicate.to_string();
+            let physical = state
+                .create_physical_expr(predicate, &df_schema)
+                .map_err(|e| {
+                    Error::invalid_input("partition filter cannot be planned").with_source(e)
+                })?;
+            Ok(Some((physical, shown)))
+        };
+        Ok(PartitionPruner {
+            exact: compile(exact)?,
+            inexact: compile(inexact)?.map(|(p, _)| p),
+            schema: partition_schema,
+            unjudged: Default::default(),
+        })
     }
 
     fn physical_predicate(
@@ -1002,21 +1084,23 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         }
         // LIMIT is pushed only when every filter is exact (docs/DESIGN.md pushdown contract).
         let limit = if placed.all_exact() { limit } else { None };
-        let keep_partition = self.partition_pruner(state, &placed)?;
+        let pruner = self.partition_pruner(state, &placed)?;
+        let keep_partition = |name: &str| pruner.keep(name);
         // Equality on every bucket key selects the buckets those keys hash to.
         let buckets = self.buckets_for_filters(&placed)?;
         let cut = plan_cut(
             self.source.as_ref(),
             &self.table,
-            &*keep_partition,
+            &keep_partition,
             buckets.as_ref(),
             true,
             self.mode == ReadMode::Union,
         )
         .await?;
         let lake = self
-            .plan_lake(state, &cut, &placed, &*keep_partition, buckets.as_ref())
+            .plan_lake(state, &cut, &placed, &keep_partition, buckets.as_ref())
             .await?;
+        pruner.check(&self.table)?;
         let projection = projection.cloned();
         let output_schema = match &projection {
             Some(p) => Arc::new(self.schema.project(p)?),

@@ -106,8 +106,69 @@ pub fn place(filter: &Expr, keys: &KeyColumns) -> Placement {
         bucket_pruning: key_literals(filter)
             .iter()
             .any(|(c, _)| keys.bucket_keys.contains(c)),
-        exact: on_partitions,
+        exact: on_partitions && prunes_exactly(filter),
     }
+}
+
+/// Whether the partition pruner evaluates `filter` for every partition, by its form:
+/// comparisons, `IN` lists, `BETWEEN`, null tests, `NOT`, `AND` and `OR` of partition
+/// columns and literals, and casts that cannot fail. Anything else (functions, `LIKE`,
+/// arithmetic, a cast that may fail on some value) is pushed `Inexact`: the pruner
+/// keeps a partition it cannot judge, and DataFusion filters the rows again. So an
+/// `Exact` filter holds by construction, never by the partitions a table happens to
+/// have (issue 22; an `Exact` filter's rows are never filtered again).
+pub fn prunes_exactly(filter: &Expr) -> bool {
+    use datafusion::logical_expr::expr::InList;
+    use datafusion::logical_expr::{Between, Cast, TryCast};
+    match filter {
+        Expr::Column(_) | Expr::Literal(..) => true,
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            matches!(
+                op,
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::And
+                    | Operator::Or
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom
+            ) && prunes_exactly(left)
+                && prunes_exactly(right)
+        }
+        Expr::Not(e)
+        | Expr::IsNull(e)
+        | Expr::IsNotNull(e)
+        | Expr::IsTrue(e)
+        | Expr::IsFalse(e)
+        | Expr::IsNotTrue(e)
+        | Expr::IsNotFalse(e)
+        | Expr::IsUnknown(e)
+        | Expr::IsNotUnknown(e) => prunes_exactly(e),
+        Expr::InList(InList { expr, list, .. }) => {
+            prunes_exactly(expr) && list.iter().all(prunes_exactly)
+        }
+        Expr::Between(Between {
+            expr, low, high, ..
+        }) => prunes_exactly(expr) && prunes_exactly(low) && prunes_exactly(high),
+        Expr::Cast(Cast { expr, field, .. }) | Expr::TryCast(TryCast { expr, field, .. }) => {
+            matches!(expr.as_ref(), Expr::Column(_) | Expr::Literal(..))
+                && cast_never_fails(field.data_type())
+        }
+        // functions, LIKE, arithmetic, subqueries, ...
+        _ => false,
+    }
+}
+
+/// A cast to `to` that every partition value survives, whatever its type: to text.
+fn cast_never_fails(to: &datafusion::arrow::datatypes::DataType) -> bool {
+    use datafusion::arrow::datatypes::DataType;
+    matches!(
+        to,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
 }
 
 /// The filters of one scan, each with its placement.
@@ -145,6 +206,11 @@ impl PlacedFilters {
     /// Filters on partition columns only.
     pub fn partition(&self) -> Vec<Expr> {
         self.select(|p| p.partition_pruning)
+    }
+
+    /// The filters on partition columns the scan makes exact ([`prunes_exactly`]).
+    pub fn exact_partition(&self) -> Vec<Expr> {
+        self.select(|p| p.partition_pruning && p.exact)
     }
 
     /// Filters the scan does not make exact: DataFusion applies them again above it.
@@ -423,7 +489,7 @@ fn lake_part(expr: &Expr, columns: &[String]) -> Option<LakePredicate> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::prelude::{col, lit};
+    use datafusion::prelude::{cast, col, lit};
 
     /// Columns `id, name, score, dt`; partitioned by `dt`, bucketed by `id`; the PK
     /// table's key is `(id, dt)`.
@@ -451,6 +517,34 @@ mod tests {
             p.bucket_pruning,
             p.exact,
         )
+    }
+
+    #[test]
+    fn partition_filters_are_exact_by_their_form_only() {
+        use datafusion::functions::expr_fn::upper;
+        let exact = [
+            col("dt").eq(lit("2024-01-01")),
+            col("dt").in_list(vec![lit("a"), lit("b")], false),
+            !col("dt").between(lit("a"), lit("b")),
+            col("dt").is_null().or(col("dt").lt(lit("c"))),
+            cast(col("dt"), datafusion::arrow::datatypes::DataType::Utf8).eq(lit("x")),
+        ];
+        for filter in &exact {
+            assert!(prunes_exactly(filter), "{filter}");
+            assert!(place(filter, &keys(false)).exact, "{filter}");
+        }
+        let inexact = [
+            upper(col("dt")).eq(lit("X")),
+            col("dt").like(lit("%-01")),
+            (col("dt") + lit(1)).eq(lit(2)),
+            cast(col("dt"), datafusion::arrow::datatypes::DataType::Date32)
+                .gt(lit(ScalarValue::Date32(Some(1)))),
+        ];
+        for filter in &inexact {
+            assert!(!prunes_exactly(filter), "{filter}");
+            let placement = place(filter, &keys(false));
+            assert!(placement.partition_pruning && !placement.exact, "{filter}");
+        }
     }
 
     #[test]

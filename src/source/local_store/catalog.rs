@@ -158,6 +158,7 @@ impl LocalStore {
         }
         let mut properties = to_btree(descriptor.properties());
         self.with_lake_defaults(&mut properties)?;
+        check_lake_partition_keys(&properties, schema, descriptor.partition_keys())?;
         if schema.primary_key().is_some() && properties.contains_key(STATISTICS_COLUMNS_PROPERTY) {
             return Err(Error::invalid_input(
                 "Statistics columns are not supported for primary key tables",
@@ -296,6 +297,12 @@ impl LocalStore {
             options.insert(key.clone(), value.clone());
         }
         self.with_lake_defaults(&mut registration.properties)?;
+        let table = self.get_table(path).await?;
+        check_lake_partition_keys(
+            &registration.properties,
+            table.info.get_schema(),
+            &registration.partition_key,
+        )?;
         registration.modified_time = now_millis();
         self.put_json(&node, serde_json::to_vec(&registration)?)
             .await
@@ -462,4 +469,39 @@ fn owned_lake_table_dir(table: &FlussTable) -> Option<String> {
     }
     let dir = lake_table_dir(format, &table.path)?;
     Some(format!("{}/{dir}", warehouse.trim_end_matches('/')))
+}
+
+/// Refuses an Iceberg lake for a table partitioned by a column that is not STRING, in
+/// Fluss's words: its Iceberg tables are partitioned by `identity` of string columns
+/// only (`IcebergPartitionSpecUtils`, apache/fluss `fluss-lake/fluss-lake-iceberg`).
+fn check_lake_partition_keys(
+    properties: &BTreeMap<String, String>,
+    schema: &fluss::metadata::Schema,
+    partition_keys: &[String],
+) -> Result<()> {
+    let enabled = properties
+        .get("table.datalake.enabled")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let iceberg = properties
+        .get("table.datalake.format")
+        .is_some_and(|f| f.eq_ignore_ascii_case("iceberg"));
+    if !(enabled && iceberg) {
+        return Ok(());
+    }
+    for key in partition_keys {
+        let string = schema.columns().iter().any(|c| {
+            c.name() == key
+                && matches!(
+                    c.data_type(),
+                    fluss::metadata::DataType::String(_) | fluss::metadata::DataType::Char(_)
+                )
+        });
+        if !string {
+            return Err(Error::invalid_input(format!(
+                "Partition key only support string type for iceberg currently. Column `{key}` \
+                 is not string type."
+            )));
+        }
+    }
+    Ok(())
 }
