@@ -224,13 +224,17 @@ impl FlussSchema {
                 let provider = ChangelogTableProvider::new(self.source.clone(), table)?;
                 return Ok(Some(Arc::new(provider)));
             }
+            Some("binlog") => {
+                let provider = ChangelogTableProvider::binlog(self.source.clone(), table)?;
+                return Ok(Some(Arc::new(provider)));
+            }
             Some("lake$snapshots") => {
                 let provider = lake_snapshots_table(self.source.as_ref(), &table).await?;
                 return Ok(Some(provider));
             }
             Some(other) => {
                 return Err(DataFusionError::Plan(format!(
-                    "unknown virtual table '${other}' of {path} (supported: $lake, $lake$snapshots, $changelog)"
+                    "unknown virtual table '${other}' of {path} (supported: $lake, $lake$snapshots, $changelog, $binlog)"
                 )));
             }
         };

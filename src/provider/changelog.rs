@@ -23,6 +23,7 @@ use datafusion::physical_plan::{
 use fluss::record::ChangeType;
 use futures::{StreamExt, TryStreamExt};
 
+use super::binlog::BinlogFold;
 use crate::log::{ChangelogBatch, LogReadOptions};
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, plan_cut};
@@ -37,12 +38,13 @@ pub fn change_type_name(change: ChangeType) -> &'static str {
     }
 }
 
-/// The `t$changelog` table.
+/// The `t$changelog` table, or a primary-key table's `t$binlog`.
 #[derive(Debug, Clone)]
 pub struct ChangelogTableProvider {
     source: Arc<dyn FlussSource>,
     table: FlussTable,
     schema: SchemaRef,
+    binlog: bool,
 }
 
 impl ChangelogTableProvider {
@@ -63,6 +65,25 @@ impl ChangelogTableProvider {
             source,
             table,
             schema: Arc::new(Schema::new(fields)),
+            binlog: false,
+        })
+    }
+
+    /// The binlog of `table`, a primary-key table (Fluss has none for log tables).
+    pub fn binlog(source: Arc<dyn FlussSource>, table: FlussTable) -> crate::Result<Self> {
+        if !table.info.has_primary_key() {
+            return Err(crate::Error::invalid_input(format!(
+                "'{}$binlog' exists for primary-key tables only; '{}' is a log table (its \
+                 changes are '{}$changelog')",
+                table.path, table.path, table.path
+            )));
+        }
+        let data = table.schemas.latest()?.arrow.clone();
+        Ok(Self {
+            source,
+            schema: super::binlog::binlog_schema(&data),
+            table,
+            binlog: true,
         })
     }
 }
@@ -115,6 +136,7 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
             self.schema.clone(),
             projection.cloned(),
             limit,
+            self.binlog,
         )?))
     }
 }
@@ -129,6 +151,7 @@ pub struct ChangelogExec {
     projection: Option<Vec<usize>>,
     schema: SchemaRef,
     limit: Option<usize>,
+    binlog: bool,
     properties: Arc<PlanProperties>,
 }
 
@@ -140,6 +163,7 @@ impl ChangelogExec {
         full_schema: SchemaRef,
         projection: Option<Vec<usize>>,
         limit: Option<usize>,
+        binlog: bool,
     ) -> DfResult<Self> {
         let schema = match &projection {
             Some(p) => Arc::new(full_schema.project(p)?),
@@ -154,6 +178,7 @@ impl ChangelogExec {
             projection,
             schema,
             limit,
+            binlog,
             properties,
         })
     }
@@ -164,8 +189,9 @@ impl DisplayAs for ChangelogExec {
         super::describe::as_format(t, f, |f| {
             write!(
                 f,
-                "FlussChangelogExec: table={}, log_ranges=[{}]",
+                "FlussChangelogExec: table={}, shape={}, log_ranges=[{}]",
                 self.table.path,
+                if self.binlog { "binlog" } else { "changelog" },
                 super::describe::describe_buckets(&self.buckets)
             )
         })
@@ -193,21 +219,36 @@ impl ExecutionPlan for ChangelogExec {
         let table = self.table.clone();
         let full = self.full_schema.clone();
         let projection = self.projection.clone();
-        let stream = futures::stream::once(async move {
+        let batches = futures::stream::once(async move {
             source
                 .read_log(&table, &cut.location, cut.range, LogReadOptions::verified())
                 .await
         })
-        .try_flatten()
-        .map(move |b| {
+        .try_flatten();
+        let fold = self
+            .binlog
+            .then(|| Arc::new(std::sync::Mutex::new(BinlogFold::new(full.clone()))));
+        let folding = fold.clone();
+        let rows = batches.map(move |b| {
             let b = b.map_err(DataFusionError::from)?;
-            let batch = changelog_batch(&full, &b)?;
+            let batch = match &folding {
+                Some(fold) => lock(fold)?.push(&b)?,
+                None => changelog_batch(&full, &b)?,
+            };
             match &projection {
                 Some(p) => Ok(batch.project(p)?),
                 None => Ok(batch),
             }
+        });
+        // the range ends with every -U paired with its +U
+        let end = futures::stream::once(async move {
+            match &fold {
+                Some(fold) => lock(fold)?.finish(),
+                None => Ok(()),
+            }
         })
-        .boxed();
+        .filter_map(|done: DfResult<()>| async move { done.err().map(Err) });
+        let stream = rows.chain(end).boxed();
         let stream = super::describe::limit_stream(stream, self.limit);
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
@@ -215,4 +256,9 @@ impl ExecutionPlan for ChangelogExec {
     fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         Ok(Arc::new(Statistics::new_unknown(&self.schema)))
     }
+}
+
+fn lock(fold: &std::sync::Mutex<BinlogFold>) -> DfResult<std::sync::MutexGuard<'_, BinlogFold>> {
+    fold.lock()
+        .map_err(|_| DataFusionError::Execution("the binlog fold was poisoned".to_string()))
 }

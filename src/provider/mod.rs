@@ -1,5 +1,6 @@
 //! DataFusion integration: the catalog, the table provider and the scan nodes.
 
+mod binlog;
 mod blocking;
 mod catalog;
 mod changelog;

@@ -53,11 +53,14 @@ struct Listed {
     virtual_tables: String,
 }
 
-/// The virtual tables a Fluss table offers (`t$changelog`, and `t$lake`,
-/// `t$lake$snapshots` with a lake).
+/// The virtual tables a Fluss table offers (`t$changelog`, `t$binlog` for a
+/// primary-key table, and `t$lake`, `t$lake$snapshots` with a lake).
 fn virtual_tables(table: &FlussTable) -> String {
     let name = table.path.table();
     let mut names = vec![format!("{name}$changelog")];
+    if table.info.has_primary_key() {
+        names.push(format!("{name}$binlog"));
+    }
     if table.lake_format().is_some() {
         names.push(format!("{name}$lake"));
         names.push(format!("{name}$lake$snapshots"));

@@ -130,10 +130,10 @@ pub fn format_batches(
                 .with_delimiter(delimiter)
                 .build(&mut out);
             if batches.is_empty() {
-                writer.write(&RecordBatch::new_empty(schema.clone()))?;
+                writer.write(&flat(&RecordBatch::new_empty(schema.clone()))?)?;
             }
             for batch in batches {
-                writer.write(batch)?;
+                writer.write(&flat(batch)?)?;
             }
         }
         PrintFormat::Json => {
@@ -157,6 +157,41 @@ pub fn format_batches(
         }
     }
     String::from_utf8(out).map_err(|e| Error::internal("output is not UTF-8").with_source(e))
+}
+
+/// `batch` with its nested columns (structs, lists, maps: `t$binlog`'s `before` and
+/// `after`) as their text, as the table format shows them: CSV has no nested values.
+fn flat(batch: &RecordBatch) -> Result<RecordBatch> {
+    use datafusion::arrow::array::{ArrayRef, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| f.data_type().is_nested())
+    {
+        return Ok(batch.clone());
+    }
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        if !field.data_type().is_nested() {
+            fields.push(field.as_ref().clone());
+            columns.push(column.clone());
+            continue;
+        }
+        let formatter = ArrayFormatter::try_new(column.as_ref(), &FormatOptions::default())?;
+        let text: StringArray = (0..column.len())
+            .map(|i| column.is_valid(i).then(|| formatter.value(i).to_string()))
+            .collect();
+        fields.push(Field::new(field.name(), DataType::Utf8, true));
+        columns.push(std::sync::Arc::new(text));
+    }
+    Ok(RecordBatch::try_new(
+        std::sync::Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// psql's expanded display: `-[ RECORD n ]-` then `column | value` per column.

@@ -402,7 +402,7 @@ fn external_tables_and_views_live_beside_fluss_tables() {
     );
     assert!(
         r.stdout
-            .contains("items$changelog, items$lake, items$lake$snapshots"),
+            .contains("items$changelog, items$binlog, items$lake, items$lake$snapshots"),
         "{}",
         r.stdout
     );
