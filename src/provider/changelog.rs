@@ -15,7 +15,7 @@ use datafusion::common::{DataFusionError, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
@@ -27,6 +27,9 @@ use super::binlog::BinlogFold;
 use crate::log::{ChangelogBatch, LogReadOptions};
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, plan_cut};
+
+/// The columns before the table's: `_change_type`, `_log_offset`, `_commit_timestamp`.
+const META_COLUMNS: usize = 3;
 
 /// `_change_type` values (`ChangelogRowConverter`).
 pub fn change_type_name(change: ChangeType) -> &'static str {
@@ -113,14 +116,23 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
         TableType::View
     }
 
+    /// Every filter reaches the scan, `Inexact`: one bounding `_log_offset` narrows
+    /// each bucket's range, and DataFusion applies them all to the rows read.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
     async fn scan(
         &self,
         _state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let cut = plan_cut(
+        let mut cut = plan_cut(
             self.source.as_ref(),
             &self.table,
             &|_| true,
@@ -129,6 +141,20 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
             true,
         )
         .await?;
+        // the offsets the filters allow: every bucket's range narrowed to them (not a
+        // binlog's: a range starting or ending between an -U and its +U would split
+        // an update)
+        let (low, high) = if self.binlog {
+            (i64::MIN, i64::MAX)
+        } else {
+            offset_bounds(filters)
+        };
+        for bucket in &mut cut.buckets {
+            let range = &mut bucket.range;
+            range.start = range.start.max(low);
+            range.stop = range.stop.min(high).max(range.start);
+        }
+        let limit = if filters.is_empty() { limit } else { None };
         Ok(Arc::new(ChangelogExec::new(
             self.source.clone(),
             self.table.clone(),
@@ -141,7 +167,68 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
     }
 }
 
-/// Reads each bucket's whole log, one partition per bucket.
+/// The offsets `[low, high)` the conjunction of `filters` allows by its comparisons of
+/// `_log_offset` with integer literals (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`); the
+/// rest of a filter allows every offset.
+fn offset_bounds(filters: &[Expr]) -> (i64, i64) {
+    use datafusion::logical_expr::{Between, BinaryExpr, Operator};
+    let (mut low, mut high) = (i64::MIN, i64::MAX);
+    let is_offset = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "_log_offset");
+    let value = |e: &Expr| match e {
+        Expr::Literal(v, _) => crate::lake::predicate::integer_literal(v),
+        _ => None,
+    };
+    let mut pending: Vec<&Expr> = filters.iter().collect();
+    while let Some(filter) = pending.pop() {
+        match filter {
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::And,
+                right,
+            }) => {
+                pending.push(left);
+                pending.push(right);
+            }
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+                let (op, v) = match (is_offset(left), value(right), is_offset(right), value(left)) {
+                    (true, Some(v), _, _) => (*op, v),
+                    (_, _, true, Some(v)) => match op.swap() {
+                        Some(swapped) => (swapped, v),
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                match op {
+                    Operator::Eq => {
+                        low = low.max(v);
+                        high = high.min(v.saturating_add(1));
+                    }
+                    Operator::Gt => low = low.max(v.saturating_add(1)),
+                    Operator::GtEq => low = low.max(v),
+                    Operator::Lt => high = high.min(v),
+                    Operator::LtEq => high = high.min(v.saturating_add(1)),
+                    _ => {}
+                }
+            }
+            Expr::Between(Between {
+                expr,
+                negated: false,
+                low: from,
+                high: to,
+            }) if is_offset(expr) => {
+                if let (Some(from), Some(to)) = (value(from), value(to)) {
+                    low = low.max(from);
+                    high = high.min(to.saturating_add(1));
+                }
+            }
+            _ => {}
+        }
+    }
+    (low, high)
+}
+
+/// Reads each bucket's log in the cut (narrowed to the offsets the filters allow),
+/// one partition per bucket.
 #[derive(Debug)]
 pub struct ChangelogExec {
     source: Arc<dyn FlussSource>,
@@ -152,6 +239,8 @@ pub struct ChangelogExec {
     schema: SchemaRef,
     limit: Option<usize>,
     binlog: bool,
+    /// The table columns read (all when `None`), in table order.
+    data: Option<Vec<usize>>,
     properties: Arc<PlanProperties>,
 }
 
@@ -169,6 +258,20 @@ impl ChangelogExec {
             Some(p) => Arc::new(full_schema.project(p)?),
             None => full_schema.clone(),
         };
+        // the changelog's table columns read: only those projected (the binlog's
+        // before and after need them all)
+        let data = match (&projection, binlog) {
+            (Some(p), false) => {
+                let mut data: Vec<usize> = p
+                    .iter()
+                    .filter_map(|&i| i.checked_sub(META_COLUMNS))
+                    .collect();
+                data.sort_unstable();
+                data.dedup();
+                Some(data)
+            }
+            _ => None,
+        };
         let properties = super::describe::leaf_properties(&schema, buckets.len());
         Ok(Self {
             source,
@@ -179,6 +282,7 @@ impl ChangelogExec {
             schema,
             limit,
             binlog,
+            data,
             properties,
         })
     }
@@ -189,10 +293,16 @@ impl DisplayAs for ChangelogExec {
         super::describe::as_format(t, f, |f| {
             write!(
                 f,
-                "FlussChangelogExec: table={}, shape={}, log_ranges=[{}]",
+                "FlussChangelogExec: table={}, shape={}, log_ranges=[{}], projection=[{}]",
                 self.table.path,
                 if self.binlog { "binlog" } else { "changelog" },
-                super::describe::describe_buckets(&self.buckets)
+                super::describe::describe_buckets(&self.buckets),
+                self.schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })
     }
@@ -217,11 +327,32 @@ impl ExecutionPlan for ChangelogExec {
         };
         let source = self.source.clone();
         let table = self.table.clone();
-        let full = self.full_schema.clone();
-        let projection = self.projection.clone();
+        // what a read batch becomes: the meta columns, then the table columns read
+        let (full, projection) = match (&self.data, &self.projection) {
+            (Some(data), Some(projection)) => {
+                let mut fields: Vec<usize> = (0..META_COLUMNS).collect();
+                fields.extend(data.iter().map(|d| d + META_COLUMNS));
+                let read = Arc::new(self.full_schema.project(&fields)?);
+                let positions = projection
+                    .iter()
+                    .map(|&i| match i.checked_sub(META_COLUMNS) {
+                        None => i,
+                        Some(d) => {
+                            META_COLUMNS + data.iter().position(|x| *x == d).unwrap_or_default()
+                        }
+                    })
+                    .collect();
+                (read, Some(positions))
+            }
+            _ => (self.full_schema.clone(), self.projection.clone()),
+        };
+        let options = LogReadOptions {
+            projection: self.data.clone(),
+            ..LogReadOptions::verified()
+        };
         let batches = futures::stream::once(async move {
             source
-                .read_log(&table, &cut.location, cut.range, LogReadOptions::verified())
+                .read_log(&table, &cut.location, cut.range, options)
                 .await
         })
         .try_flatten();
