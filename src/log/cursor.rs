@@ -128,6 +128,15 @@ impl LogCursor {
         if batch.record_count() == 0 {
             return Ok(None);
         }
+        if let Some((from, to)) = self.options.commit_time
+            && !(from..to).contains(&batch.commit_timestamp())
+        {
+            self.metrics.batches_skipped += 1;
+            if let Some(c) = &self.options.counters {
+                c.batches_skipped.add(1);
+            }
+            return Ok(None);
+        }
         let version = self
             .schemas
             .get(batch.schema_id() as i32)

@@ -63,6 +63,10 @@ pub struct LogReadOptions {
     pub projection: Option<Vec<usize>>,
     /// Batches whose statistics prove no row can match are skipped (rows are not filtered).
     pub predicate: Option<Arc<PruningPredicate>>,
+    /// Only batches committed in `[from, to)` (epoch millis, the batch header's commit
+    /// timestamp, which every row of a batch shares) are read; the others are skipped
+    /// undecoded. `None`: every batch.
+    pub commit_time: Option<(i64, i64)>,
     /// Verify each batch's CRC-32C (on by default in [`LogReadOptions::verified`]).
     pub verify_crc: bool,
     /// Shared counters to report into (EXPLAIN ANALYZE metrics).

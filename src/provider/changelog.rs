@@ -16,6 +16,7 @@ use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
@@ -155,6 +156,13 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
             range.stop = range.stop.min(high).max(range.start);
         }
         let limit = if filters.is_empty() { limit } else { None };
+        // batches committed outside the times the filters allow are skipped by their
+        // header (a binlog's too could split an update)
+        let commit_time = if self.binlog {
+            None
+        } else {
+            commit_time_bounds(filters)
+        };
         Ok(Arc::new(ChangelogExec::new(
             self.source.clone(),
             self.table.clone(),
@@ -163,6 +171,7 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
             projection.cloned(),
             limit,
             self.binlog,
+            commit_time,
         )?))
     }
 }
@@ -227,6 +236,67 @@ fn offset_bounds(filters: &[Expr]) -> (i64, i64) {
     (low, high)
 }
 
+/// The commit times `[from, to)` (epoch millis, as batches are stamped) the
+/// conjunction of `filters` allows by its comparisons of `_commit_timestamp` with
+/// timestamp literals of any unit, so a batch is skipped only when no row of it
+/// passes.
+fn commit_time_bounds(filters: &[Expr]) -> Option<(i64, i64)> {
+    use datafusion::logical_expr::{BinaryExpr, Operator};
+    use datafusion::scalar::ScalarValue;
+    let (mut from, mut to) = (i64::MIN, i64::MAX);
+    let is_time = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "_commit_timestamp");
+    // (floor, ceil) of a timestamp literal in milliseconds
+    let millis = |e: &Expr| -> Option<(i64, i64)> {
+        let Expr::Literal(v, _) = e else { return None };
+        let (value, per_milli) = match v {
+            ScalarValue::TimestampSecond(Some(v), _) => return Some((v * 1000, v * 1000)),
+            ScalarValue::TimestampMillisecond(Some(v), _) => return Some((*v, *v)),
+            ScalarValue::TimestampMicrosecond(Some(v), _) => (*v, 1_000),
+            ScalarValue::TimestampNanosecond(Some(v), _) => (*v, 1_000_000),
+            _ => return None,
+        };
+        Some((
+            value.div_euclid(per_milli),
+            (value + per_milli - 1).div_euclid(per_milli),
+        ))
+    };
+    let mut bounded = false;
+    let mut pending: Vec<&Expr> = filters.iter().collect();
+    while let Some(filter) = pending.pop() {
+        let Expr::BinaryExpr(BinaryExpr { left, op, right }) = filter else {
+            continue;
+        };
+        if *op == Operator::And {
+            pending.push(left);
+            pending.push(right);
+            continue;
+        }
+        let (op, (floor, ceil)) = match (is_time(left), millis(right), is_time(right), millis(left))
+        {
+            (true, Some(t), _, _) => (*op, t),
+            (_, _, true, Some(t)) => match op.swap() {
+                Some(swapped) => (swapped, t),
+                None => continue,
+            },
+            _ => continue,
+        };
+        bounded = true;
+        // a row committed at millisecond m passes `m op x` exactly when:
+        match op {
+            Operator::Eq => {
+                from = from.max(ceil);
+                to = to.min(floor.saturating_add(1));
+            }
+            Operator::Gt => from = from.max(floor.saturating_add(1)),
+            Operator::GtEq => from = from.max(ceil),
+            Operator::Lt => to = to.min(ceil),
+            Operator::LtEq => to = to.min(floor.saturating_add(1)),
+            _ => {}
+        }
+    }
+    bounded.then_some((from, to))
+}
+
 /// Reads each bucket's log in the cut (narrowed to the offsets the filters allow),
 /// one partition per bucket.
 #[derive(Debug)]
@@ -241,6 +311,9 @@ pub struct ChangelogExec {
     binlog: bool,
     /// The table columns read (all when `None`), in table order.
     data: Option<Vec<usize>>,
+    /// The commit times `[from, to)` of the batches read (all when `None`).
+    commit_time: Option<(i64, i64)>,
+    metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
 }
 
@@ -253,6 +326,7 @@ impl ChangelogExec {
         projection: Option<Vec<usize>>,
         limit: Option<usize>,
         binlog: bool,
+        commit_time: Option<(i64, i64)>,
     ) -> DfResult<Self> {
         let schema = match &projection {
             Some(p) => Arc::new(full_schema.project(p)?),
@@ -283,6 +357,8 @@ impl ChangelogExec {
             limit,
             binlog,
             data,
+            commit_time,
+            metrics: ExecutionPlanMetricsSet::new(),
             properties,
         })
     }
@@ -293,7 +369,7 @@ impl DisplayAs for ChangelogExec {
         super::describe::as_format(t, f, |f| {
             write!(
                 f,
-                "FlussChangelogExec: table={}, shape={}, log_ranges=[{}], projection=[{}]",
+                "FlussChangelogExec: table={}, shape={}, log_ranges=[{}], projection=[{}]{}",
                 self.table.path,
                 if self.binlog { "binlog" } else { "changelog" },
                 super::describe::describe_buckets(&self.buckets),
@@ -302,7 +378,24 @@ impl DisplayAs for ChangelogExec {
                     .iter()
                     .map(|f| f.name().as_str())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                match self.commit_time {
+                    Some((from, to)) => {
+                        let bound = |t: i64, open: i64| {
+                            if t == open {
+                                String::new()
+                            } else {
+                                t.to_string()
+                            }
+                        };
+                        format!(
+                            ", commit_time=[{},{})",
+                            bound(from, i64::MIN),
+                            bound(to, i64::MAX)
+                        )
+                    }
+                    None => String::new(),
+                }
             )
         })
     }
@@ -348,6 +441,8 @@ impl ExecutionPlan for ChangelogExec {
         };
         let options = LogReadOptions {
             projection: self.data.clone(),
+            commit_time: self.commit_time,
+            counters: Some(super::describe::log_counters(&self.metrics, partition)),
             ..LogReadOptions::verified()
         };
         let batches = futures::stream::once(async move {
@@ -386,6 +481,10 @@ impl ExecutionPlan for ChangelogExec {
 
     fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
     }
 }
 

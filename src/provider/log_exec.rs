@@ -198,6 +198,7 @@ impl ExecutionPlan for FlussLogScanExec {
         let options = LogReadOptions {
             projection: self.projection.clone(),
             predicate: None,
+            commit_time: None,
             verify_crc: true,
             counters: Some(counters),
         };

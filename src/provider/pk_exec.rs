@@ -652,6 +652,7 @@ impl BucketMerge {
             let options = LogReadOptions {
                 projection: Some(inputs.scan_columns.clone()),
                 predicate: None,
+                commit_time: None,
                 verify_crc: true,
                 counters: Some(self.counters.clone()),
             };
