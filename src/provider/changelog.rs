@@ -164,13 +164,10 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
             commit_time_bounds(filters)
         };
         Ok(Arc::new(ChangelogExec::new(
-            self.source.clone(),
-            self.table.clone(),
+            self,
             cut.buckets,
-            self.schema.clone(),
             projection.cloned(),
             limit,
-            self.binlog,
             commit_time,
         )?))
     }
@@ -319,15 +316,14 @@ pub struct ChangelogExec {
 
 impl ChangelogExec {
     fn new(
-        source: Arc<dyn FlussSource>,
-        table: FlussTable,
+        provider: &ChangelogTableProvider,
         buckets: Vec<BucketCut>,
-        full_schema: SchemaRef,
         projection: Option<Vec<usize>>,
         limit: Option<usize>,
-        binlog: bool,
         commit_time: Option<(i64, i64)>,
     ) -> DfResult<Self> {
+        let (source, table) = (provider.source.clone(), provider.table.clone());
+        let (full_schema, binlog) = (provider.schema.clone(), provider.binlog);
         let schema = match &projection {
             Some(p) => Arc::new(full_schema.project(p)?),
             None => full_schema.clone(),
