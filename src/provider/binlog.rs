@@ -11,7 +11,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::interleave;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use datafusion::common::DataFusionError;
 use datafusion::error::Result as DfResult;
 use fluss::record::ChangeType;
@@ -21,17 +21,10 @@ use crate::log::ChangelogBatch;
 /// The binlog schema of a table whose rows are `data`.
 pub fn binlog_schema(data: &SchemaRef) -> SchemaRef {
     let row = DataType::Struct(data.fields().clone());
-    Arc::new(Schema::new(vec![
-        Field::new("_change_type", DataType::Utf8, false),
-        Field::new("_log_offset", DataType::Int64, false),
-        Field::new(
-            "_commit_timestamp",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            false,
-        ),
-        Field::new("before", row.clone(), true),
-        Field::new("after", row, true),
-    ]))
+    let mut fields = super::changelog::meta_fields();
+    fields.push(Field::new("before", row.clone(), true));
+    fields.push(Field::new("after", row, true));
+    Arc::new(Schema::new(fields))
 }
 
 /// An `-U` waiting for its `+U`: the row (one-row batch), offset and timestamp.

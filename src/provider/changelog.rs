@@ -25,12 +25,27 @@ use fluss::record::ChangeType;
 use futures::{StreamExt, TryStreamExt};
 
 use super::binlog::BinlogFold;
+use super::changelog_filters::{commit_time_bounds, offset_bounds};
 use crate::log::{ChangelogBatch, LogReadOptions};
 use crate::source::{FlussSource, FlussTable};
 use crate::union::{BucketCut, plan_cut};
 
 /// The columns before the table's: `_change_type`, `_log_offset`, `_commit_timestamp`.
 const META_COLUMNS: usize = 3;
+
+/// `_change_type`, `_log_offset` and `_commit_timestamp`, as Fluss's changelog and
+/// binlog tables begin.
+pub(super) fn meta_fields() -> Vec<Field> {
+    vec![
+        Field::new("_change_type", DataType::Utf8, false),
+        Field::new("_log_offset", DataType::Int64, false),
+        Field::new(
+            "_commit_timestamp",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
+    ]
+}
 
 /// `_change_type` values (`ChangelogRowConverter`).
 pub fn change_type_name(change: ChangeType) -> &'static str {
@@ -55,15 +70,7 @@ impl ChangelogTableProvider {
     /// The changelog of `table`.
     pub fn new(source: Arc<dyn FlussSource>, table: FlussTable) -> crate::Result<Self> {
         let data = table.schemas.latest()?.arrow.clone();
-        let mut fields = vec![
-            Field::new("_change_type", DataType::Utf8, false),
-            Field::new("_log_offset", DataType::Int64, false),
-            Field::new(
-                "_commit_timestamp",
-                DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-                false,
-            ),
-        ];
+        let mut fields = meta_fields();
         fields.extend(data.fields().iter().map(|f| f.as_ref().clone()));
         Ok(Self {
             source,
@@ -171,127 +178,6 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
             commit_time,
         )?))
     }
-}
-
-/// The offsets `[low, high)` the conjunction of `filters` allows by its comparisons of
-/// `_log_offset` with integer literals (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`); the
-/// rest of a filter allows every offset.
-fn offset_bounds(filters: &[Expr]) -> (i64, i64) {
-    use datafusion::logical_expr::{Between, BinaryExpr, Operator};
-    let (mut low, mut high) = (i64::MIN, i64::MAX);
-    let is_offset = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "_log_offset");
-    let value = |e: &Expr| match e {
-        Expr::Literal(v, _) => crate::lake::predicate::integer_literal(v),
-        _ => None,
-    };
-    let mut pending: Vec<&Expr> = filters.iter().collect();
-    while let Some(filter) = pending.pop() {
-        match filter {
-            Expr::BinaryExpr(BinaryExpr {
-                left,
-                op: Operator::And,
-                right,
-            }) => {
-                pending.push(left);
-                pending.push(right);
-            }
-            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-                let (op, v) = match (is_offset(left), value(right), is_offset(right), value(left)) {
-                    (true, Some(v), _, _) => (*op, v),
-                    (_, _, true, Some(v)) => match op.swap() {
-                        Some(swapped) => (swapped, v),
-                        None => continue,
-                    },
-                    _ => continue,
-                };
-                match op {
-                    Operator::Eq => {
-                        low = low.max(v);
-                        high = high.min(v.saturating_add(1));
-                    }
-                    Operator::Gt => low = low.max(v.saturating_add(1)),
-                    Operator::GtEq => low = low.max(v),
-                    Operator::Lt => high = high.min(v),
-                    Operator::LtEq => high = high.min(v.saturating_add(1)),
-                    _ => {}
-                }
-            }
-            Expr::Between(Between {
-                expr,
-                negated: false,
-                low: from,
-                high: to,
-            }) if is_offset(expr) => {
-                if let (Some(from), Some(to)) = (value(from), value(to)) {
-                    low = low.max(from);
-                    high = high.min(to.saturating_add(1));
-                }
-            }
-            _ => {}
-        }
-    }
-    (low, high)
-}
-
-/// The commit times `[from, to)` (epoch millis, as batches are stamped) the
-/// conjunction of `filters` allows by its comparisons of `_commit_timestamp` with
-/// timestamp literals of any unit, so a batch is skipped only when no row of it
-/// passes.
-fn commit_time_bounds(filters: &[Expr]) -> Option<(i64, i64)> {
-    use datafusion::logical_expr::{BinaryExpr, Operator};
-    use datafusion::scalar::ScalarValue;
-    let (mut from, mut to) = (i64::MIN, i64::MAX);
-    let is_time = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "_commit_timestamp");
-    // (floor, ceil) of a timestamp literal in milliseconds
-    let millis = |e: &Expr| -> Option<(i64, i64)> {
-        let Expr::Literal(v, _) = e else { return None };
-        let (value, per_milli) = match v {
-            ScalarValue::TimestampSecond(Some(v), _) => return Some((v * 1000, v * 1000)),
-            ScalarValue::TimestampMillisecond(Some(v), _) => return Some((*v, *v)),
-            ScalarValue::TimestampMicrosecond(Some(v), _) => (*v, 1_000),
-            ScalarValue::TimestampNanosecond(Some(v), _) => (*v, 1_000_000),
-            _ => return None,
-        };
-        Some((
-            value.div_euclid(per_milli),
-            (value + per_milli - 1).div_euclid(per_milli),
-        ))
-    };
-    let mut bounded = false;
-    let mut pending: Vec<&Expr> = filters.iter().collect();
-    while let Some(filter) = pending.pop() {
-        let Expr::BinaryExpr(BinaryExpr { left, op, right }) = filter else {
-            continue;
-        };
-        if *op == Operator::And {
-            pending.push(left);
-            pending.push(right);
-            continue;
-        }
-        let (op, (floor, ceil)) = match (is_time(left), millis(right), is_time(right), millis(left))
-        {
-            (true, Some(t), _, _) => (*op, t),
-            (_, _, true, Some(t)) => match op.swap() {
-                Some(swapped) => (swapped, t),
-                None => continue,
-            },
-            _ => continue,
-        };
-        bounded = true;
-        // a row committed at millisecond m passes `m op x` exactly when:
-        match op {
-            Operator::Eq => {
-                from = from.max(ceil);
-                to = to.min(floor.saturating_add(1));
-            }
-            Operator::Gt => from = from.max(floor.saturating_add(1)),
-            Operator::GtEq => from = from.max(ceil),
-            Operator::Lt => to = to.min(ceil),
-            Operator::LtEq => to = to.min(floor.saturating_add(1)),
-            _ => {}
-        }
-    }
-    bounded.then_some((from, to))
 }
 
 /// Reads each bucket's log in the cut (narrowed to the offsets the filters allow),

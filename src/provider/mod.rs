@@ -4,6 +4,7 @@ mod binlog;
 mod blocking;
 mod catalog;
 mod changelog;
+mod changelog_filters;
 mod damaged;
 mod describe;
 mod field_ids;
