@@ -235,6 +235,13 @@ pub trait LakeTable: fmt::Debug + Send + Sync {
 
     /// The table's snapshots, oldest first.
     async fn snapshots(&self) -> Result<Vec<LakeSnapshot>>;
+
+    /// The format's own system table `name` (`t$lake$<name>`) as its catalog shows it;
+    /// `None` for a name the format has none of here.
+    async fn system_table(&self, name: &str) -> Result<Option<RecordBatch>>;
+
+    /// The names [`LakeTable::system_table`] answers, besides `snapshots`.
+    fn system_tables(&self) -> &'static [&'static str];
 }
 
 /// Opens the lake table of `table` at `location`; `None` when it does not exist yet

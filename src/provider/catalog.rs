@@ -232,9 +232,19 @@ impl FlussSchema {
                 let provider = lake_snapshots_table(self.source.as_ref(), &table).await?;
                 return Ok(Some(provider));
             }
+            Some(other) if other.starts_with("lake$") => {
+                let provider = super::lake_snapshots::lake_system_table(
+                    self.source.as_ref(),
+                    &table,
+                    &other["lake$".len()..],
+                )
+                .await?;
+                return Ok(Some(provider));
+            }
             Some(other) => {
                 return Err(DataFusionError::Plan(format!(
-                    "unknown virtual table '${other}' of {path} (supported: $lake, $lake$snapshots, $changelog, $binlog)"
+                    "unknown virtual table '${other}' of {path} (supported: $lake, \
+                     $lake$snapshots and the lake's system tables, $changelog, $binlog)"
                 )));
             }
         };

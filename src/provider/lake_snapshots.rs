@@ -1,5 +1,6 @@
 //! `t$lake$snapshots`: the lake table's snapshots with their Fluss tiering metadata
-//! (the `fluss-offsets` property, and whether Fluss registered the snapshot).
+//! (the `fluss-offsets` property, and whether Fluss registered the snapshot); and
+//! `t$lake$<name>`, the lake format's other system tables.
 
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMi
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
-use datafusion::error::Result as DfResult;
+use datafusion::error::{DataFusionError, Result as DfResult};
 
 use crate::source::{FlussSource, FlussTable};
 
@@ -86,4 +87,36 @@ pub async fn lake_snapshots_table(
         ],
     )?;
     Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+}
+
+/// The lake format's system table `name` of `table` (`t$lake$options`, ...), as a
+/// table; an error naming the ones the format has when it has no such table.
+pub async fn lake_system_table(
+    source: &dyn FlussSource,
+    table: &FlussTable,
+    name: &str,
+) -> DfResult<Arc<dyn TableProvider>> {
+    let path = &table.path;
+    if table.lake_format().is_none() {
+        return Err(DataFusionError::Plan(format!(
+            "table {path} has no lake ('table.datalake.enabled' is not true)"
+        )));
+    }
+    let location = source.lake_location(table).await?;
+    let Some(lake) = crate::lake::open(&location, table).await? else {
+        return Err(DataFusionError::Plan(format!(
+            "the lake table of {path} does not exist yet (nothing was tiered)"
+        )));
+    };
+    let Some(batch) = lake.system_table(name).await? else {
+        return Err(DataFusionError::Plan(format!(
+            "unknown lake system table '$lake${name}' of {path} ({} has: snapshots, {})",
+            lake.format_name(),
+            lake.system_tables().join(", ")
+        )));
+    };
+    Ok(Arc::new(MemTable::try_new(
+        batch.schema(),
+        vec![vec![batch]],
+    )?))
 }

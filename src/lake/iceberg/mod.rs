@@ -23,6 +23,7 @@ mod row_delta;
 mod scan;
 mod schema;
 mod storage;
+mod system;
 pub(crate) mod tiering;
 
 use std::collections::HashMap;
@@ -108,6 +109,14 @@ fn value_kind(ty: &iceberg::spec::Type) -> ValueKind {
 
 #[async_trait::async_trait]
 impl LakeTable for IcebergLakeTable {
+    async fn system_table(&self, name: &str) -> Result<Option<RecordBatch>> {
+        system::system_table(&self.table, name)
+    }
+
+    fn system_tables(&self) -> &'static [&'static str] {
+        system::SYSTEM_TABLES
+    }
+
     fn format_name(&self) -> &'static str {
         "iceberg"
     }

@@ -24,6 +24,7 @@ use paimon::{CatalogOptions, FileSystemCatalog, Options};
 
 pub(crate) mod scan;
 mod sections;
+mod system;
 pub(crate) mod tiering;
 
 use datafusion::arrow::array::RecordBatch;
@@ -485,6 +486,14 @@ impl LakeTable for PaimonLakeTable {
             })
             .collect::<Result<Vec<_>>>()?;
         scan::read_merged(&self.table, splits, &columns)
+    }
+
+    async fn system_table(&self, name: &str) -> Result<Option<RecordBatch>> {
+        system::system_table(&self.table, name).await
+    }
+
+    fn system_tables(&self) -> &'static [&'static str] {
+        system::SYSTEM_TABLES
     }
 
     async fn snapshots(&self) -> Result<Vec<LakeSnapshot>> {
