@@ -51,27 +51,44 @@ fn comparisons<'a>(filters: &'a [Expr], column: &str) -> Vec<(Operator, &'a Scal
     found
 }
 
-/// The offsets `[low, high)` the conjunction of `filters` allows by its comparisons of
-/// `_log_offset` with integer literals; the rest of a filter allows every offset.
-pub(super) fn offset_bounds(filters: &[Expr]) -> (i64, i64) {
-    let (mut low, mut high) = (i64::MIN, i64::MAX);
-    for (op, value) in comparisons(filters, "_log_offset") {
-        let Some(v) = crate::lake::predicate::integer_literal(value) else {
+/// The values `[from, to)` of an integer-valued `column` the conjunction of `filters`
+/// allows by its comparisons with literals, each literal given as the integers just
+/// below and above it by `value` (equal when it is one); `None` when none bounds it.
+fn bounds(
+    filters: &[Expr],
+    column: &str,
+    value: impl Fn(&ScalarValue) -> Option<(i64, i64)>,
+) -> Option<(i64, i64)> {
+    let (mut from, mut to) = (i64::MIN, i64::MAX);
+    let mut bounded = false;
+    for (op, literal) in comparisons(filters, column) {
+        let Some((floor, ceil)) = value(literal) else {
             continue;
         };
+        bounded = true;
+        // a row whose value is m passes `m op x` exactly when:
         match op {
             Operator::Eq => {
-                low = low.max(v);
-                high = high.min(v.saturating_add(1));
+                from = from.max(ceil);
+                to = to.min(floor.saturating_add(1));
             }
-            Operator::Gt => low = low.max(v.saturating_add(1)),
-            Operator::GtEq => low = low.max(v),
-            Operator::Lt => high = high.min(v),
-            Operator::LtEq => high = high.min(v.saturating_add(1)),
+            Operator::Gt => from = from.max(floor.saturating_add(1)),
+            Operator::GtEq => from = from.max(ceil),
+            Operator::Lt => to = to.min(ceil),
+            Operator::LtEq => to = to.min(floor.saturating_add(1)),
             _ => {}
         }
     }
-    (low, high)
+    bounded.then_some((from, to))
+}
+
+/// The offsets `[low, high)` the conjunction of `filters` allows by its comparisons of
+/// `_log_offset` with integer literals; the rest of a filter allows every offset.
+pub(super) fn offset_bounds(filters: &[Expr]) -> (i64, i64) {
+    bounds(filters, "_log_offset", |v| {
+        crate::lake::predicate::integer_literal(v).map(|v| (v, v))
+    })
+    .unwrap_or((i64::MIN, i64::MAX))
 }
 
 /// A timestamp literal in milliseconds, rounded down and up.
@@ -97,27 +114,7 @@ fn millis(value: &ScalarValue) -> Option<(i64, i64)> {
 /// timestamp literals of any unit, so a batch is skipped only when no row of it
 /// passes; `None` when no filter bounds them.
 pub(super) fn commit_time_bounds(filters: &[Expr]) -> Option<(i64, i64)> {
-    let (mut from, mut to) = (i64::MIN, i64::MAX);
-    let mut bounded = false;
-    for (op, value) in comparisons(filters, "_commit_timestamp") {
-        let Some((floor, ceil)) = millis(value) else {
-            continue;
-        };
-        bounded = true;
-        // a row committed at millisecond m passes `m op x` exactly when:
-        match op {
-            Operator::Eq => {
-                from = from.max(ceil);
-                to = to.min(floor.saturating_add(1));
-            }
-            Operator::Gt => from = from.max(floor.saturating_add(1)),
-            Operator::GtEq => from = from.max(ceil),
-            Operator::Lt => to = to.min(ceil),
-            Operator::LtEq => to = to.min(floor.saturating_add(1)),
-            _ => {}
-        }
-    }
-    bounded.then_some((from, to))
+    bounds(filters, "_commit_timestamp", millis)
 }
 
 #[cfg(test)]
