@@ -237,7 +237,8 @@ final class Commands implements AutoCloseable {
             }
         }
         for (int restart = 0; ; restart++) {
-            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            // a busy coordinator takes its events in milliseconds; a missed one never
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
             while (System.nanoTime() < deadline) {
                 if (cluster.coordinatorKnows(tables, partitions)) {
                     return;
