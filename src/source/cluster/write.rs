@@ -107,21 +107,12 @@ impl ClusterSource {
         let mut pending = Vec::new();
         // an append split by bucket here is acknowledged bucket by bucket: fluss-rs
         // joins the acknowledgements of the buckets it splits a batch into
-        let row_by_row = matches!(split, Split::RowByRow);
-        let groups = match split {
-            Split::ByBucket(assigner) => Some(bucket_groups(assigner, &batch)?),
-            _ => None,
+        let queue = match split {
+            Split::Whole => Queue::Whole,
+            Split::ByBucket(assigner) => Queue::Groups(bucket_groups(assigner, &batch)?),
+            Split::RowByRow => Queue::RowByRow,
         };
-        let queued = queue_rows(
-            writer,
-            batch,
-            row_type,
-            op,
-            row_by_row,
-            groups,
-            first,
-            &mut pending,
-        );
+        let queued = queue_rows(writer, batch, row_type, op, queue, first, &mut pending);
         self.acknowledged(path, pending, done).await?;
         queued.map_err(client_error(
             &format!("cannot queue rows for '{path}'"),
@@ -187,18 +178,26 @@ enum RowOp<'a> {
     Mixed(&'a BooleanArray),
 }
 
-/// Queues every row of `batch` (the table's full row layout) on `writer`, noting
-/// each queued write in `pending` with the rows it carries (from `first`). A log
-/// table's unpartitioned batch goes whole (fluss-rs splits it by bucket); otherwise
-/// row by row, as fluss-rs takes a batch's partition from its first row.
-#[allow(clippy::too_many_arguments)]
+/// How [`queue_rows`] hands a batch's rows to fluss-rs.
+enum Queue {
+    /// An append of the whole batch.
+    Whole,
+    /// One append per group of rows (indices, one bucket each).
+    Groups(Vec<Vec<u32>>),
+    /// Row by row: an upsert writer's rows, or any partitioned table's (fluss-rs
+    /// takes a batch's partition from its first row).
+    RowByRow,
+}
+
+/// Queues every row of `batch` (the table's full row layout) on `writer` as `queue`
+/// says, noting each queued write in `pending` with the rows it carries (from
+/// `first`).
 fn queue_rows(
     writer: &RowWriter,
     batch: RecordBatch,
     row_type: &Arc<RowType>,
     op: RowOp<'_>,
-    partitioned: bool,
-    groups: Option<Vec<Vec<u32>>>,
+    queue: Queue,
     first: usize,
     pending: &mut Vec<Pending>,
 ) -> fluss::error::Result<()> {
@@ -206,32 +205,31 @@ fn queue_rows(
     if rows == 0 {
         return Ok(());
     }
-    if let RowWriter::Append(append) = writer
-        && !partitioned
-    {
-        let Some(groups) = groups else {
+    match (writer, queue) {
+        (RowWriter::Append(append), Queue::Whole) => {
             let ack = append.append_arrow_batch(batch)?;
             pending.push(Pending {
                 ack,
                 rows: (first..first + rows).collect(),
             });
             return Ok(());
-        };
-        for indices in groups {
-            let picked = datafusion::arrow::compute::take_record_batch(
-                &batch,
-                &datafusion::arrow::array::UInt32Array::from(indices.clone()),
-            )
-            .map_err(|e| fluss::error::Error::IllegalArgument {
-                message: format!("cannot split the rows by bucket: {e}"),
-            })?;
-            let ack = append.append_arrow_batch(picked)?;
-            pending.push(Pending {
-                ack,
-                rows: indices.iter().map(|&i| first + i as usize).collect(),
-            });
         }
-        return Ok(());
+        (RowWriter::Append(append), Queue::Groups(groups)) => {
+            for indices in groups {
+                let rows = indices.iter().map(|&i| first + i as usize).collect();
+                let picked = datafusion::arrow::compute::take_record_batch(
+                    &batch,
+                    &datafusion::arrow::array::UInt32Array::from(indices),
+                )
+                .map_err(|e| fluss::error::Error::IllegalArgument {
+                    message: format!("cannot split the rows by bucket: {e}"),
+                })?;
+                let ack = append.append_arrow_batch(picked)?;
+                pending.push(Pending { ack, rows });
+            }
+            return Ok(());
+        }
+        _ => {}
     }
     let mut row = ColumnarRow::new(Arc::new(batch), row_type.clone(), 0, None)?;
     for i in 0..rows {
@@ -254,9 +252,11 @@ fn queue_rows(
     Ok(())
 }
 
-/// How a statement's batches go to fluss-rs.
+/// How a statement's batches go to fluss-rs ([`Queue`] once a batch's buckets are
+/// known).
 enum Split<'a> {
-    /// Whole (a log table without a bucket key, or an upsert writer's rows).
+    /// Whole (a log table without a bucket key; an upsert writer's rows go row by
+    /// row anyway).
     Whole,
     /// One append per bucket, by the table's bucket key (`assigner`).
     ByBucket(&'a mut BucketAssigner),
