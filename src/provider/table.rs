@@ -243,12 +243,7 @@ impl FlussTableProvider {
         state: &dyn Session,
         filters: &PlacedFilters,
     ) -> Result<PartitionPruner> {
-        let exact = filters.exact_partition();
-        let inexact: Vec<Expr> = filters
-            .partition()
-            .into_iter()
-            .filter(|f| !exact.contains(f))
-            .collect();
+        let (exact, inexact) = (filters.exact_partition(), filters.inexact_partition());
         if exact.is_empty() && inexact.is_empty() {
             return Ok(PartitionPruner::keep_all());
         }

@@ -213,6 +213,12 @@ impl PlacedFilters {
         self.select(|p| p.partition_pruning && p.exact)
     }
 
+    /// The other filters on partition columns: they prune the partitions they can
+    /// judge, and DataFusion applies them again.
+    pub fn inexact_partition(&self) -> Vec<Expr> {
+        self.select(|p| p.partition_pruning && !p.exact)
+    }
+
     /// Filters the scan does not make exact: DataFusion applies them again above it.
     pub fn inexact(&self) -> Vec<Expr> {
         self.select(|p| !p.exact)

@@ -171,17 +171,13 @@ impl PaimonLake {
         table: &FlussTable,
     ) -> Result<paimon::table::Table> {
         let fields = lake.schema().fields();
-        let mut last_user = fields
+        // the user's columns, then (legacy tables) the system columns
+        let user = fields
             .iter()
-            .map(|f| f.name())
-            .take_while(|n| !crate::lake::LEGACY_SYSTEM_COLUMNS.contains(n))
-            .last()
-            .map(str::to_string);
-        let legacy = fields.len()
-            > fields
-                .iter()
-                .take_while(|f| !crate::lake::LEGACY_SYSTEM_COLUMNS.contains(&f.name()))
-                .count();
+            .take_while(|f| !crate::lake::LEGACY_SYSTEM_COLUMNS.contains(&f.name()))
+            .count();
+        let legacy = user < fields.len();
+        let mut last_user = fields[..user].last().map(|f| f.name().to_string());
         let mut changes = Vec::new();
         for column in table.info.get_schema().columns() {
             if fields.iter().any(|f| f.name() == column.name()) {

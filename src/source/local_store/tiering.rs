@@ -23,7 +23,7 @@ use fluss::metadata::TablePath;
 use super::{LocalStore, WriteGuard};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
-use crate::lake::tiering::{PendingCommit, TieringResult, find_commit, lake_writer};
+use crate::lake::tiering::{LakeWriter, PendingCommit, TieringResult, find_commit, lake_writer};
 use crate::log::{LogRange, LogReadOptions};
 use crate::source::layout;
 use crate::source::metadata::{LakeSnapshotEntry, TableBucketOffsets};
@@ -55,7 +55,7 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
         return Ok(result);
     }
     let mut writer = lake_writer(&location, &table).await?;
-    check_lake_table_is_ours(store, &table, writer.has_snapshots().await?).await?;
+    check_lake_table_is_ours(store, &table, writer.as_mut()).await?;
     for PendingBucket {
         bucket,
         range,
@@ -149,13 +149,13 @@ async fn pending_buckets(
 ///
 /// They were tiered from something else (a dropped table of the same name, another
 /// writer): appending to them would make a union read show their rows as this
-/// table's.
+/// table's. The lake is asked only when the table has no snapshot registered.
 async fn check_lake_table_is_ours(
     store: &LocalStore,
     table: &FlussTable,
-    lake_has_snapshots: bool,
+    lake: &mut dyn LakeWriter,
 ) -> Result<()> {
-    if !lake_has_snapshots || store.latest_tiered_snapshot(table).await?.is_some() {
+    if store.latest_tiered_snapshot(table).await?.is_some() || !lake.has_snapshots().await? {
         return Ok(());
     }
     Err(Error::new(
