@@ -11,58 +11,50 @@
 use datafusion::sql::parser::Statement;
 use datafusion::sql::sqlparser::ast::{self, Expr, SetExpr};
 
-/// `statement` with the casts written around its written values marked (see the
-/// module documentation); any other statement as it is.
-pub(super) fn keep_explicit_casts(statement: Statement) -> Statement {
-    match statement {
-        Statement::Statement(mut inner) => {
-            match inner.as_mut() {
-                ast::Statement::Insert(insert) => {
-                    if let Some(source) = insert.source.as_mut()
-                        && let SetExpr::Values(values) = source.body.as_mut()
-                    {
-                        values
-                            .rows
-                            .iter_mut()
-                            .flat_map(|row| row.content.iter_mut())
-                            .for_each(mark);
+/// `statement` (or the statement it explains) with the casts written around its
+/// written values marked (see the module documentation); any other statement as it is.
+pub(super) fn keep_explicit_casts(mut statement: Statement) -> Statement {
+    match super::statement::sql_statement_mut(&mut statement) {
+        Some(ast::Statement::Insert(insert)) => {
+            if let Some(source) = insert.source.as_mut()
+                && let SetExpr::Values(values) = source.body.as_mut()
+            {
+                mark_values(values);
+            }
+        }
+        Some(ast::Statement::Update(update)) => {
+            update
+                .assignments
+                .iter_mut()
+                .for_each(|a| mark(&mut a.value));
+        }
+        Some(ast::Statement::Merge(merge)) => {
+            for clause in &mut merge.clauses {
+                match &mut clause.action {
+                    ast::MergeAction::Update(u) => {
+                        u.assignments.iter_mut().for_each(|a| mark(&mut a.value));
                     }
-                }
-                ast::Statement::Update(update) => {
-                    update
-                        .assignments
-                        .iter_mut()
-                        .for_each(|a| mark(&mut a.value));
-                }
-                ast::Statement::Merge(merge) => {
-                    for clause in &mut merge.clauses {
-                        match &mut clause.action {
-                            ast::MergeAction::Update(u) => {
-                                u.assignments.iter_mut().for_each(|a| mark(&mut a.value));
-                            }
-                            ast::MergeAction::Insert(i) => {
-                                if let ast::MergeInsertKind::Values(values) = &mut i.kind {
-                                    values
-                                        .rows
-                                        .iter_mut()
-                                        .flat_map(|row| row.content.iter_mut())
-                                        .for_each(mark);
-                                }
-                            }
-                            ast::MergeAction::Delete { .. } => {}
+                    ast::MergeAction::Insert(i) => {
+                        if let ast::MergeInsertKind::Values(values) = &mut i.kind {
+                            mark_values(values);
                         }
                     }
+                    ast::MergeAction::Delete { .. } => {}
                 }
-                _ => {}
             }
-            Statement::Statement(inner)
         }
-        Statement::Explain(mut explain) => {
-            explain.statement = Box::new(keep_explicit_casts(*explain.statement));
-            Statement::Explain(explain)
-        }
-        other => other,
+        _ => {}
     }
+    statement
+}
+
+/// Marks the casts of every value of a `VALUES` list.
+fn mark_values(values: &mut ast::Values) {
+    values
+        .rows
+        .iter_mut()
+        .flat_map(|row| row.content.iter_mut())
+        .for_each(mark);
 }
 
 /// Wraps a top-level `CAST(x AS T)` in another `CAST(... AS T)`.

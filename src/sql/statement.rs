@@ -136,6 +136,19 @@ pub fn session_object(sql: &str) -> Option<&'static str> {
     (c.eat_keyword("external") && c.eat_keyword("table")).then_some("external table")
 }
 
+/// The SQL statement `statement` is, or the one it explains (`EXPLAIN [ANALYZE] s`),
+/// for the session's syntax-tree rewrites.
+pub(super) fn sql_statement_mut(
+    statement: &mut datafusion::sql::parser::Statement,
+) -> Option<&mut datafusion::sql::sqlparser::ast::Statement> {
+    use datafusion::sql::parser::Statement;
+    match statement {
+        Statement::Statement(inner) => Some(inner.as_mut()),
+        Statement::Explain(explain) => sql_statement_mut(explain.statement.as_mut()),
+        _ => None,
+    }
+}
+
 /// Whether DataFusion's `statement` only reads: a query, or `EXPLAIN [ANALYZE]` of
 /// one, and no `SELECT … INTO`, which creates a table. Such a statement can be run
 /// again without effect, so it may be planned from metadata not yet confirmed.

@@ -15,25 +15,17 @@ use datafusion::sql::sqlparser::ast::{
 };
 use datafusion::sql::sqlparser::tokenizer::Span;
 
-/// `statement` with an `UPDATE ... FROM` rewritten as its MERGE; any other statement
-/// as it is.
-pub(super) fn as_merge(statement: Statement) -> Statement {
-    let inner = match statement {
-        Statement::Statement(inner) => inner,
-        Statement::Explain(mut explain) => {
-            explain.statement = Box::new(as_merge(*explain.statement));
-            return Statement::Explain(explain);
-        }
-        other => return other,
-    };
-    let rewritten = match *inner {
-        ast::Statement::Update(mut update) if mergeable(&update) => match source_of(&mut update) {
-            Some(source) => ast::Statement::Merge(merge_of(update, source)),
-            None => ast::Statement::Update(update),
-        },
-        other => other,
-    };
-    Statement::Statement(Box::new(rewritten))
+/// `statement` (or the statement it explains) with an `UPDATE ... FROM` rewritten as
+/// its MERGE; any other statement as it is.
+pub(super) fn as_merge(mut statement: Statement) -> Statement {
+    if let Some(sql) = super::statement::sql_statement_mut(&mut statement)
+        && let ast::Statement::Update(update) = sql
+        && mergeable(update)
+        && let Some(source) = source_of(update)
+    {
+        *sql = ast::Statement::Merge(merge_of(update.clone(), source));
+    }
+    statement
 }
 
 /// An UPDATE with one FROM item and nothing a MERGE could not say (DataFusion refuses
