@@ -87,7 +87,11 @@ pub fn bucket_kv(
 }
 
 /// The fluss-rs `TableInfo` of a served table, as a client would build it.
-fn table_info(database: &str, name: &str, table: &ServedTable) -> Result<TableInfo, String> {
+pub(crate) fn table_info(
+    database: &str,
+    name: &str,
+    table: &ServedTable,
+) -> Result<TableInfo, String> {
     let json: serde_json::Value =
         serde_json::from_slice(&table.table_json).map_err(|e| e.to_string())?;
     let descriptor = TableDescriptor::deserialize_json(&json).map_err(|e| e.to_string())?;

@@ -15,10 +15,10 @@ use bytes::Bytes;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::SchemaRef;
-use fluss::metadata::{JsonSerde, KvFormat, RowType, Schema};
+use fluss::metadata::{JsonSerde, RowType, Schema};
 use fluss::record::ChangeType;
 use fluss::record::kv::{KvRecordBatch, KvRecordReadContext, SchemaGetter};
-use fluss::row::{RowDecoder, RowDecoderFactory};
+use fluss::row::RowDecoder;
 use fluss_datafusion::log::{ArrowCompression, LogBatchBuilder};
 
 use crate::errors::{self, ApiError};
@@ -67,7 +67,11 @@ pub fn changelog_of_put(
         .ok_or_else(|| corrupt(format!("schema {latest_id} unknown")))?;
     let row_type = latest.row_type().clone();
     let arrow = fluss::record::to_arrow_schema(&row_type).map_err(corrupt)?;
-    let kv_format = kv_format_of(table)?;
+    let kv_format = crate::kv::table_info(database, name, table)
+        .map_err(corrupt)?
+        .get_table_config()
+        .get_kv_format()
+        .map_err(corrupt)?;
     let live: BucketKv = bucket_kv(database, name, table, log)
         .map_err(|e| ApiError::new(errors::UNKNOWN_SERVER_ERROR, e))?;
 
@@ -81,9 +85,11 @@ pub fn changelog_of_put(
             "the test server applies writes of the latest schema ({latest_id}) only, not {batch_schema}"
         )));
     }
+    // the batch's rows and the live rows are all of the latest schema: one decoder
     let rows = Rows {
         row_type: &row_type,
         arrow: arrow.clone(),
+        decoder: decoder.clone(),
     };
     // what this batch has written so far, over the live rows
     let mut written: HashMap<Bytes, Option<RecordBatch>> = HashMap::new();
@@ -94,7 +100,7 @@ pub fn changelog_of_put(
         let old = match written.get(&key) {
             Some(row) => row.clone(),
             None => match live.get(&key) {
-                Some(value) => Some(rows.stored(value, &schemas, kv_format)?),
+                Some(value) => Some(rows.stored(value, &schemas)?),
                 None => None,
             },
         };
@@ -130,24 +136,11 @@ pub fn changelog_of_put(
     Ok(Some(bytes))
 }
 
-fn kv_format_of(table: &ServedTable) -> Result<KvFormat, ApiError> {
-    let json: serde_json::Value = serde_json::from_slice(&table.table_json).map_err(corrupt)?;
-    let descriptor = fluss::metadata::TableDescriptor::deserialize_json(&json).map_err(corrupt)?;
-    let info = fluss::metadata::TableInfo::of(
-        fluss::metadata::TablePath::new("db", "t"),
-        table.table_id,
-        table.schema_id,
-        descriptor,
-        table.created_time,
-        table.modified_time,
-    );
-    info.get_table_config().get_kv_format().map_err(corrupt)
-}
-
 /// Rows of the latest schema as one-row Arrow batches.
 struct Rows<'a> {
     row_type: &'a RowType,
     arrow: SchemaRef,
+    decoder: Arc<dyn RowDecoder>,
 }
 
 impl Rows<'_> {
@@ -165,7 +158,6 @@ impl Rows<'_> {
         &self,
         value: &Bytes,
         schemas: &HashMap<i16, Arc<Schema>>,
-        kv_format: KvFormat,
     ) -> Result<RecordBatch, ApiError> {
         let (id, row) = value
             .split_first_chunk::<2>()
@@ -179,9 +171,7 @@ impl Rows<'_> {
                 "the test server updates rows of the latest schema only",
             ));
         }
-        let decoder: Arc<dyn RowDecoder> =
-            RowDecoderFactory::create(kv_format, schema.row_type().clone()).map_err(corrupt)?;
-        let row = decoder.decode(row);
+        let row = self.decoder.decode(row);
         self.one(&row)
     }
 }

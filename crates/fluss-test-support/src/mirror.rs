@@ -126,6 +126,12 @@ impl MirroredSource {
     pub async fn reload(&self) -> Result<()> {
         self.live.reload(&self.store).await
     }
+
+    /// `result` of a write to the store, once the cluster serves what it wrote.
+    async fn then_reload<T>(&self, result: Result<T>) -> Result<T> {
+        self.reload().await?;
+        result
+    }
 }
 
 #[async_trait]
@@ -213,15 +219,15 @@ impl FlussWriter for MirroredSource {
         comment: Option<&str>,
         if_not_exists: bool,
     ) -> Result<()> {
-        let r = FlussWriter::create_database(&*self.store, name, comment, if_not_exists).await;
-        self.reload().await?;
-        r
+        self.then_reload(
+            FlussWriter::create_database(&*self.store, name, comment, if_not_exists).await,
+        )
+        .await
     }
 
     async fn drop_database(&self, name: &str, if_exists: bool, cascade: bool) -> Result<()> {
-        let r = FlussWriter::drop_database(&*self.store, name, if_exists, cascade).await;
-        self.reload().await?;
-        r
+        self.then_reload(FlussWriter::drop_database(&*self.store, name, if_exists, cascade).await)
+            .await
     }
 
     async fn create_table(
@@ -230,15 +236,15 @@ impl FlussWriter for MirroredSource {
         descriptor: &TableDescriptor,
         if_not_exists: bool,
     ) -> Result<()> {
-        let r = FlussWriter::create_table(&*self.store, path, descriptor, if_not_exists).await;
-        self.reload().await?;
-        r
+        self.then_reload(
+            FlussWriter::create_table(&*self.store, path, descriptor, if_not_exists).await,
+        )
+        .await
     }
 
     async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()> {
-        let r = FlussWriter::drop_table(&*self.store, path, if_exists).await;
-        self.reload().await?;
-        r
+        self.then_reload(FlussWriter::drop_table(&*self.store, path, if_exists).await)
+            .await
     }
 
     async fn write(
@@ -248,9 +254,8 @@ impl FlussWriter for MirroredSource {
         rows: BoxStream<'_, Result<RecordBatch>>,
         memory: Option<&Arc<dyn MemoryPool>>,
     ) -> Result<WriteResult> {
-        let r = FlussWriter::write(&*self.store, path, kind, rows, memory).await;
-        self.reload().await?;
-        r
+        self.then_reload(FlussWriter::write(&*self.store, path, kind, rows, memory).await)
+            .await
     }
 
     async fn alter_table_options(
@@ -259,21 +264,18 @@ impl FlussWriter for MirroredSource {
         set: &[(String, String)],
         reset: &[String],
     ) -> Result<()> {
-        let r = FlussWriter::alter_table_options(&*self.store, path, set, reset).await;
-        self.reload().await?;
-        r
+        self.then_reload(FlussWriter::alter_table_options(&*self.store, path, set, reset).await)
+            .await
     }
 
     async fn add_columns(&self, path: &TablePath, columns: &[NewColumn]) -> Result<()> {
-        let r = FlussWriter::add_columns(&*self.store, path, columns).await;
-        self.reload().await?;
-        r
+        self.then_reload(FlussWriter::add_columns(&*self.store, path, columns).await)
+            .await
     }
 
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
-        let r = FlussWriter::tier(&*self.store, path).await;
-        self.reload().await?;
-        r
+        self.then_reload(FlussWriter::tier(&*self.store, path).await)
+            .await
     }
 
     async fn write_changes(
@@ -282,8 +284,7 @@ impl FlussWriter for MirroredSource {
         rows: &RecordBatch,
         deletes: &datafusion::arrow::array::BooleanArray,
     ) -> Result<WriteResult> {
-        let r = FlussWriter::write_changes(&*self.store, path, rows, deletes).await;
-        self.reload().await?;
-        r
+        self.then_reload(FlussWriter::write_changes(&*self.store, path, rows, deletes).await)
+            .await
     }
 }

@@ -165,7 +165,7 @@ impl WritableCluster {
                 ));
             }
         }
-        let base = match change(&log, &db, &name, &table)? {
+        let (base, log_end) = match change(&log, &db, &name, &table)? {
             Some(batches) => {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -173,19 +173,17 @@ impl WritableCluster {
                 let (appended, base) = log
                     .appended(&batches, now)
                     .map_err(|e| ApiError::new(errors::CORRUPT_MESSAGE, e.0))?;
+                let log_end = appended.high_watermark();
                 cluster.add_log(table_id, partition_id, bucket, appended);
-                base
+                (base, log_end)
             }
-            None => log.high_watermark(),
+            None => (log.high_watermark(), log.high_watermark()),
         };
         if let Some((id, sequence)) = writer {
             let state = writers.entry((id, key)).or_default();
             state.last = sequence;
             state.offsets.insert(sequence, base);
         }
-        let log_end = cluster
-            .log(table_id, partition_id, bucket)
-            .map_or(base, |l| l.high_watermark());
         Ok((log_end, base))
     }
 }
