@@ -32,8 +32,8 @@ import java.util.TreeMap;
 final class LocalCluster implements AutoCloseable {
     private final Configuration base;
     private final Path dir;
-    private final int zkPort = freePort();
-    private final int coordinatorPort = freePort();
+    private int zkPort = freePort();
+    private int coordinatorPort = freePort();
     private final Map<Integer, Integer> tabletPorts = new TreeMap<>();
     private final Map<Integer, TabletServer> tablets = new TreeMap<>();
     private TestingServer zk;
@@ -49,12 +49,61 @@ final class LocalCluster implements AutoCloseable {
 
     void start() throws Exception {
         Files.createDirectories(dir);
-        zk = new TestingServer(zkPort, dir.resolve("zookeeper").toFile(), true);
-        startCoordinator();
+        for (int attempt = 0; ; attempt++) {
+            try {
+                zk = new TestingServer(zkPort, dir.resolve("zookeeper").toFile(), true);
+                break;
+            } catch (Exception e) {
+                if (attempt >= 2 || !portTaken(e)) {
+                    throw e;
+                }
+                zkPort = freePort();
+            }
+        }
+        for (int attempt = 0; ; attempt++) {
+            try {
+                startCoordinator();
+                break;
+            } catch (Exception e) {
+                try {
+                    stopCoordinator();
+                } catch (Exception closing) {
+                    e.addSuppressed(closing);
+                }
+                if (attempt >= 2 || !portTaken(e)) {
+                    throw e;
+                }
+                coordinatorPort = freePort();
+            }
+        }
         for (int id : tabletPorts.keySet()) {
-            startTabletServer(id);
+            for (int attempt = 0; ; attempt++) {
+                try {
+                    startTabletServer(id);
+                    break;
+                } catch (Exception e) {
+                    if (attempt >= 2 || !portTaken(e)) {
+                        throw e;
+                    }
+                    tabletPorts.put(id, freePort());
+                }
+            }
         }
         waitForServers(1 + tabletPorts.size());
+    }
+
+    /**
+     * Whether a server failed to start because its port was taken. Only the first start may
+     * move to another port: nothing knows the addresses yet (a restart must keep its port).
+     */
+    private static boolean portTaken(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.net.BindException
+                    || String.valueOf(t.getMessage()).contains("Address already in use")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     String bootstrapServers() {
@@ -109,7 +158,16 @@ final class LocalCluster implements AutoCloseable {
         conf.setString(ConfigOptions.BIND_LISTENERS, "FLUSS://127.0.0.1:" + port);
         conf.setString(ConfigOptions.DATA_DIR, tabletServerDataDir(id).toString());
         TabletServer server = new TabletServer(conf);
-        server.start();
+        try {
+            server.start();
+        } catch (Exception e) {
+            try {
+                server.close();
+            } catch (Exception closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
+        }
         tablets.put(id, server);
     }
 
@@ -238,9 +296,49 @@ final class LocalCluster implements AutoCloseable {
         return zkClient;
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 0, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
+    /**
+     * A free loopback port below the kernel's ephemeral range. A port the kernel hands out for
+     * {@code bind(0)} comes from that range, which is also where every outgoing connection
+     * (ZooKeeper clients, the servers' RPC clients, the Rust tests) takes its source port: a
+     * port picked there and bound a moment later can be taken in between (CI saw "Address
+     * already in use" for a tablet server). Below the range, only another listener can take it,
+     * and the restart of a server needs its port again, so this matters twice.
+     */
+    private static synchronized int freePort() throws IOException {
+        int[] ephemeral = ephemeralRange();
+        int low = 10000;
+        int high = Math.max(low + 1000, ephemeral[0]);
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        IOException last = null;
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = random.nextInt(low, high);
+            if (port >= ephemeral[0] && port <= ephemeral[1] || !PICKED.add(port)) {
+                continue;
+            }
+            try (ServerSocket s = new ServerSocket()) {
+                s.setReuseAddress(true);
+                s.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port));
+                return port;
+            } catch (IOException e) {
+                last = e;
+            }
+        }
+        throw new IOException("no free loopback port below the ephemeral range", last);
+    }
+
+    /** Ports this process has handed out, so two servers never get the same one. */
+    private static final java.util.Set<Integer> PICKED = new java.util.HashSet<>();
+
+    /** The kernel's ephemeral port range ({@code ip_local_port_range}), or Linux's default. */
+    private static int[] ephemeralRange() {
+        try {
+            String[] parts =
+                    Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))
+                            .trim()
+                            .split("\\s+");
+            return new int[] {Integer.parseInt(parts[0]), Integer.parseInt(parts[1])};
+        } catch (IOException | RuntimeException e) {
+            return new int[] {32768, 60999};
         }
     }
 }
