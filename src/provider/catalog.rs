@@ -69,9 +69,14 @@ impl FlussCatalog {
     }
 
     /// Registers the catalog in `ctx` as `name`, with [`super::FlussWriteRule`] (once)
-    /// so that `INSERT`, `UPDATE`, `DELETE` and `MERGE INTO` write to its tables.
+    /// so that `INSERT`, `UPDATE`, `DELETE` and `MERGE INTO` write to its tables, and
+    /// [`super::TimeTravelPlanner`] (once) for `VERSION AS OF` and `TIMESTAMP AS OF`,
+    /// and the table function [`super::LogBetweenFunction`] over its tables.
     /// Registering the catalog alone with `register_catalog` reads it; its tables
-    /// then refuse writes, never writing values other than as given.
+    /// then refuse writes, never writing values other than as given. sqlparser reads
+    /// table versions only in dialects that have them: a [`crate::sql::FlussSession`]
+    /// parses in one; a plain `SessionContext` needs
+    /// `datafusion.sql_parser.dialect` set to one (`databricks`, `bigquery`).
     pub fn register_with(self, ctx: &datafusion::prelude::SessionContext, name: &str) {
         let state = ctx.state();
         let rules = super::with_write_rule(&state.analyzer().rules);
@@ -81,6 +86,20 @@ impl FlussCatalog {
                 .build();
             *ctx.state_ref().write() = state;
         }
+        // a relation planner is no `Any`: it is told by its name
+        let has_planner = ctx
+            .state()
+            .relation_planners()
+            .iter()
+            .any(|p| format!("{p:?}") == format!("{:?}", super::TimeTravelPlanner));
+        if !has_planner {
+            // registering a relation planner cannot fail
+            let _ = ctx.register_relation_planner(Arc::new(super::TimeTravelPlanner));
+        }
+        ctx.register_udtf(
+            super::LOG_BETWEEN,
+            Arc::new(super::LogBetweenFunction::new(self.clone())),
+        );
         ctx.register_catalog(name, Arc::new(self));
     }
 

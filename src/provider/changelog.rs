@@ -28,7 +28,7 @@ use super::binlog::BinlogFold;
 use super::changelog_filters::{commit_time_bounds, offset_bounds};
 use crate::log::{ChangelogBatch, LogReadOptions};
 use crate::source::{FlussSource, FlussTable};
-use crate::union::{BucketCut, plan_cut};
+use crate::union::{BucketCut, CommitTimes, CutLake, plan_cut};
 
 /// The columns before the table's: `_change_type`, `_log_offset`, `_commit_timestamp`.
 const META_COLUMNS: usize = 3;
@@ -145,8 +145,9 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
             &self.table,
             &|_| true,
             None,
-            false,
+            CutLake::Skip,
             true,
+            CommitTimes::default(),
         )
         .await?;
         // the offsets the filters allow: every bucket's range narrowed to them (not a

@@ -1,5 +1,6 @@
 //! DataFusion integration: the catalog, the table provider and the scan nodes.
 
+mod as_of_planner;
 mod binlog;
 mod blocking;
 mod catalog;
@@ -11,6 +12,7 @@ mod field_ids;
 mod filter_estimate;
 mod lake_exec;
 mod lake_snapshots;
+mod log_between;
 mod log_exec;
 mod lookup_exec;
 mod lookup_join;
@@ -18,14 +20,18 @@ mod options;
 mod pk_exec;
 mod statistics;
 mod table;
+mod time_travel;
 mod view_types;
 mod write;
 
+pub use as_of_planner::TimeTravelPlanner;
 pub(crate) use catalog::fluss_table_of;
 pub use catalog::{FlussCatalog, FlussSchema};
 pub(crate) use damaged::damaged_table_error;
+pub use log_between::{LOG_BETWEEN, LogBetweenFunction};
 pub use lookup_join::{FlussLookupJoinExec, LookupJoinRule};
 pub use options::FlussOptions;
 pub use table::{FlussTableProvider, ReadMode};
+pub use time_travel::TimeTravel;
 pub(crate) use write::read_only_virtual_table;
 pub use write::{FlussWriteRule, FlussWriteTarget, with_write_rule};

@@ -52,6 +52,7 @@ use super::pk_exec::{
     PrimaryKeyMergeInputs,
 };
 use super::statistics::{ColumnEstimates, lake_file_statistics};
+use super::time_travel::{TimeTravel, lake_at, union_at};
 use super::view_types::with_view_types;
 use crate::error::{Error, Result};
 use crate::lake::{
@@ -61,7 +62,7 @@ use crate::lake::{
 use crate::source::{FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
 use crate::union::lake_keys::LakeFileId;
-use crate::union::{LakeKeyCache, TailCache, UnionCut, plan_cut};
+use crate::union::{CommitTimes, CutLake, LakeKeyCache, TailCache, UnionCut, plan_cut};
 
 /// Decides from a partition name whether the partition can hold matching rows.
 /// Which partitions a scan keeps, by their names. The filters pushed `Exact` must be
@@ -146,6 +147,8 @@ pub struct FlussTableProvider {
     table: FlussTable,
     schema: SchemaRef,
     mode: ReadMode,
+    /// When the provider reads the table (time travel); `None`: as it is now.
+    as_of: Option<TimeTravel>,
     /// Where primary-key tails folded by its scans are kept between queries.
     tail_cache: Option<Arc<TailCache>>,
     /// Where the keys of lake files its primary-key scans read are kept between
@@ -177,9 +180,23 @@ impl FlussTableProvider {
             table,
             schema,
             mode,
+            as_of: None,
             tail_cache: None,
             lake_keys: None,
         })
+    }
+
+    /// The same table read at `when` (`VERSION AS OF`, `TIMESTAMP AS OF`,
+    /// `fluss_log_between`): see [`TimeTravel`] for what each reads. Key lookups,
+    /// which read the current rows, are not used.
+    pub fn at(mut self, when: TimeTravel) -> Self {
+        self.as_of = Some(when);
+        self
+    }
+
+    /// When the provider reads the table; `None`: as it is now.
+    pub fn time_travel(&self) -> Option<TimeTravel> {
+        self.as_of
     }
 
     /// Keeps the primary-key tails its scans fold in `cache`, and reuses those kept
@@ -556,6 +573,7 @@ impl FlussTableProvider {
         filters: &PlacedFilters,
     ) -> Option<KeyLookupPlan> {
         if self.mode != ReadMode::Union
+            || self.as_of.is_some()
             || !self.table.info.has_primary_key()
             || !fluss_options(state).key_lookups
             || !self.source.serves_key_lookups(&self.table)
@@ -1083,13 +1101,23 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         let keep_partition = |name: &str| pruner.keep(name);
         // Equality on every bucket key selects the buckets those keys hash to.
         let buckets = self.buckets_for_filters(&placed)?;
+        let source = self.source.as_ref();
+        let (lake, times) = match (self.as_of, self.mode) {
+            (None, _) => (CutLake::LatestReadable, CommitTimes::default()),
+            (Some(when), ReadMode::Union) => union_at(source, &self.table, when).await?,
+            (Some(when), ReadMode::LakeOnly) => (
+                lake_at(source, &self.table, when).await?,
+                CommitTimes::default(),
+            ),
+        };
         let cut = plan_cut(
-            self.source.as_ref(),
+            source,
             &self.table,
             &keep_partition,
             buckets.as_ref(),
-            true,
+            lake,
             self.mode == ReadMode::Union,
+            times,
         )
         .await?;
         let lake = self

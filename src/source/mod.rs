@@ -130,6 +130,57 @@ pub trait FlussSource: Debug + Send + Sync {
     /// The latest readable lake snapshot and its offsets; `None` if nothing is tiered.
     async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>>;
 
+    /// The registered lake snapshot `snapshot_id` with the offsets a union read of it
+    /// uses, if Fluss registered it and it is readable (`None` otherwise): time
+    /// travel reads the union at an older snapshot. Sources that keep only the
+    /// latest snapshot refuse (the default).
+    async fn lake_snapshot(
+        &self,
+        table: &FlussTable,
+        snapshot_id: i64,
+    ) -> Result<Option<ReadableSnapshot>> {
+        Err(Error::new(
+            ErrorKind::FeatureUnsupported,
+            format!(
+                "{} cannot read lake snapshot {snapshot_id} with its offsets",
+                self.name()
+            ),
+        )
+        .with_context("table", table.path.to_string()))
+    }
+
+    /// Per bucket, in order, the first offset of a batch committed after
+    /// `timestamp_ms` (epoch millis; the high watermark where none was): where a read
+    /// of the log as of that time ends. The default seeks by the batches' headers,
+    /// reading the first later batch only (every row of a batch shares its commit
+    /// timestamp, so no batch is split).
+    async fn offsets_after(
+        &self,
+        table: &FlussTable,
+        buckets: &[BucketLocation],
+        timestamp_ms: i64,
+    ) -> Result<Vec<i64>> {
+        use futures::TryStreamExt;
+        let offsets = self.bucket_offsets(table, buckets).await?;
+        let mut ends = Vec::with_capacity(buckets.len());
+        for (bucket, offsets) in buckets.iter().zip(offsets) {
+            let range = LogRange::new(offsets.earliest, offsets.high_watermark);
+            if range.is_empty() {
+                ends.push(offsets.high_watermark);
+                continue;
+            }
+            let options = LogReadOptions {
+                projection: Some(Vec::new()),
+                commit_time: Some((timestamp_ms.saturating_add(1), i64::MAX)),
+                ..LogReadOptions::verified()
+            };
+            let mut batches = self.read_log(table, bucket, range, options).await?;
+            let first_later = batches.try_next().await?;
+            ends.push(first_later.map_or(offsets.high_watermark, |b| b.first_offset));
+        }
+        Ok(ends)
+    }
+
     /// Earliest offset and high watermark of each of `buckets`, in order, resolved
     /// together (one round of lookups or requests, not one per bucket).
     async fn bucket_offsets(

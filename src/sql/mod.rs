@@ -28,6 +28,7 @@
 
 pub(crate) mod ddl;
 mod describe;
+mod dialect;
 mod dml;
 mod error;
 mod explicit_casts;
@@ -55,7 +56,8 @@ use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
 use crate::provider::{
-    FlussCatalog, FlussOptions, LookupJoinRule, fluss_table_of, with_write_rule,
+    FlussCatalog, FlussOptions, LOG_BETWEEN, LogBetweenFunction, LookupJoinRule, TimeTravelPlanner,
+    fluss_table_of, with_write_rule,
 };
 use crate::source::prefetch::{with_tables_confirmed, with_tables_prefetched};
 use crate::source::{FlussSource, FlussTable, FlussWriter};
@@ -255,10 +257,15 @@ impl FlussSession {
             .with_default_features()
             .with_physical_optimizer_rule(Arc::new(LookupJoinRule))
             .with_analyzer_rules(with_write_rule(&Analyzer::new().rules))
+            .with_relation_planners(vec![Arc::new(TimeTravelPlanner)])
             .build();
         let ctx = SessionContext::new_with_state(state).enable_url_table();
         let catalog = FlussCatalog::new(source.clone());
         ctx.register_catalog(CATALOG, Arc::new(catalog.clone()));
+        ctx.register_udtf(
+            LOG_BETWEEN,
+            Arc::new(LogBetweenFunction::new(catalog.clone())),
+        );
         Ok(Self {
             ctx,
             source,
@@ -523,10 +530,7 @@ impl FlussSession {
     pub async fn query(&self, sql: &str) -> Result<StatementResult> {
         // `SessionContext::sql`, with the statement's Fluss tables fetched together
         let state = self.ctx.state();
-        let dialect = state.config().options().sql_parser.dialect;
-        let statement = state
-            .sql_to_statement(sql, &dialect)
-            .map_err(from_datafusion)?;
+        let statement = dialect::parse_statement(&state, sql).map_err(from_datafusion)?;
         let statement = explicit_casts::keep_explicit_casts(update_from::as_merge(statement));
         let tables = self.fluss_tables_of(&state, &statement)?;
         let run = || self.plan_and_collect(&state, statement.clone());

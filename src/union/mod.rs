@@ -11,7 +11,7 @@ pub mod lake_keys;
 pub(crate) mod runs;
 pub mod tail_cache;
 
-pub(crate) use cut::{BucketCut, UnionCut, plan_cut};
+pub(crate) use cut::{BucketCut, CommitTimes, CutLake, UnionCut, plan_cut};
 pub(crate) use fold::ChangelogFold;
 pub use lake_keys::LakeKeyCache;
 pub(crate) use runs::RunKeys;

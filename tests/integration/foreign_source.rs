@@ -48,6 +48,23 @@ impl FlussSource for ReadOnly {
         self.0.readable_lake_snapshot(table).await
     }
 
+    async fn lake_snapshot(
+        &self,
+        table: &FlussTable,
+        snapshot_id: i64,
+    ) -> Result<Option<ReadableSnapshot>> {
+        self.0.lake_snapshot(table, snapshot_id).await
+    }
+
+    async fn offsets_after(
+        &self,
+        table: &FlussTable,
+        buckets: &[BucketLocation],
+        timestamp_ms: i64,
+    ) -> Result<Vec<i64>> {
+        self.0.offsets_after(table, buckets, timestamp_ms).await
+    }
+
     async fn bucket_offsets(
         &self,
         table: &FlussTable,

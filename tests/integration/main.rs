@@ -21,4 +21,5 @@ mod object_storage;
 mod pypaimon_interop;
 mod real_fluss;
 mod schema_evolution;
+mod time_travel;
 mod union_read;

@@ -223,7 +223,14 @@ SQL (end statements with ';'):
   DELETE FROM t [WHERE ...]                          (primary-key tables)
   MERGE INTO t USING s ON ... WHEN [NOT] MATCHED ... (primary-key tables: one statement)
   CALL fluss.tier('db.t')                            (tier the log tail into the lake)
-  SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)"#;
+  SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)
+  "t$changelog", "t$binlog" (the log), "t$lake$snapshots", "t$lake$options", ...
+Time travel:
+  SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2026-01-01 10:00:00'  (or TIMESTAMP AS OF;
+      the rows as they were then; times without a zone are UTC; epoch millis too)
+  SELECT * FROM t VERSION AS OF 3       (the union at readable lake snapshot 3, log to now)
+  SELECT * FROM "t$lake" VERSION AS OF 3 / TIMESTAMP AS OF ...   (a lake snapshot alone)
+  SELECT * FROM fluss_log_between('db.t', start [, end])  (rows committed in [start, end))"#;
 
 impl Shell {
     /// Prints a result, at most `--maxrows` rows of it when `limited` (never for

@@ -208,15 +208,40 @@ async fn load_table(
         cluster.add_log(table_id, bucket.partition_id(), bucket.bucket, log);
     }
 
+    // every registered snapshot in the order Fluss registered them (time travel reads
+    // older ones by id), the readable one marked, the latest tiered one last
     let readable = store.readable_lake_snapshot(table).await?;
     let latest = store.latest_tiered_snapshot(table).await?;
-    if let Some(snapshot) = &readable {
-        cluster.add_lake_snapshot(table_id, lake_snapshot(snapshot, true, &partition_names));
+    let mut snapshots: Vec<ServedLakeSnapshot> = Vec::new();
+    for id in store
+        .registered_lake_snapshots(table)
+        .await?
+        .unwrap_or_default()
+    {
+        let is_readable = readable.as_ref().is_some_and(|r| r.snapshot_id == id);
+        let snapshot = match &readable {
+            Some(r) if is_readable => Some(r.clone()),
+            _ => store.lake_snapshot(table, id).await?,
+        };
+        if let Some(snapshot) = snapshot {
+            snapshots.retain(|s| s.snapshot_id != id);
+            snapshots.push(lake_snapshot(&snapshot, is_readable, &partition_names));
+        }
     }
-    if let Some(snapshot) = latest.filter(|l| readable.as_ref() != Some(l)) {
-        cluster.add_lake_snapshot(table_id, lake_snapshot(&snapshot, false, &partition_names));
+    if let Some(r) = &readable
+        && !snapshots.iter().any(|s| s.snapshot_id == r.snapshot_id)
+    {
+        snapshots.push(lake_snapshot(r, true, &partition_names));
     }
-
+    if let Some(l) =
+        latest.filter(|l| snapshots.last().map(|s| s.snapshot_id) != Some(l.snapshot_id))
+    {
+        snapshots.retain(|s| s.snapshot_id != l.snapshot_id);
+        snapshots.push(lake_snapshot(&l, false, &partition_names));
+    }
+    for snapshot in snapshots {
+        cluster.add_lake_snapshot(table_id, snapshot);
+    }
     cluster.add_table(path.database(), path.table(), served);
     Ok(())
 }

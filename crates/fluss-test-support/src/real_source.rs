@@ -246,6 +246,25 @@ impl FlussSource for RealClusterSource {
         self.cluster.readable_lake_snapshot(table).await
     }
 
+    async fn lake_snapshot(
+        &self,
+        table: &FlussTable,
+        snapshot_id: i64,
+    ) -> Result<Option<ReadableSnapshot>> {
+        self.cluster.lake_snapshot(table, snapshot_id).await
+    }
+
+    async fn offsets_after(
+        &self,
+        table: &FlussTable,
+        buckets: &[BucketLocation],
+        timestamp_ms: i64,
+    ) -> Result<Vec<i64>> {
+        self.cluster
+            .offsets_after(table, buckets, timestamp_ms)
+            .await
+    }
+
     async fn bucket_offsets(
         &self,
         table: &FlussTable,

@@ -211,6 +211,70 @@ fn cluster_said(e: &fluss::error::Error) -> String {
 }
 
 impl ClusterSource {
+    /// A lake snapshot with its offsets (GetLakeSnapshot): the readable one
+    /// (`snapshot_id` `None`), or the one with that id; `None` where there is none.
+    async fn get_lake_snapshot(
+        &self,
+        table: &FlussTable,
+        snapshot_id: Option<i64>,
+    ) -> Result<Option<ReadableSnapshot>> {
+        if table.lake_format().is_none() {
+            return Ok(None);
+        }
+        let (admin, path) = (self.admin.clone(), table.path.clone());
+        let snapshot = match self
+            .read_on_client(|| {
+                let (admin, path) = (admin.clone(), path.clone());
+                async move {
+                    match snapshot_id {
+                        None => admin.get_lake_snapshot(&path, None, Some(true)).await,
+                        Some(id) => admin.get_lake_snapshot(&path, Some(id), None).await,
+                    }
+                }
+            })
+            .await?
+        {
+            Ok(s) => s,
+            Err(e) if e.api_error() == Some(FlussError::LakeSnapshotNotExist) => return Ok(None),
+            Err(e) => {
+                return Err(client_error(
+                    "cannot get the lake snapshot",
+                    &self.options.bootstrap_servers,
+                )(e)
+                .with_context("table", table.path.to_string()));
+            }
+        };
+        let buckets = table.info.get_num_buckets().max(0) as usize;
+        let mut offsets: BTreeMap<Option<i64>, Vec<i64>> = BTreeMap::new();
+        if !table.info.is_partitioned() {
+            offsets.insert(None, vec![-1; buckets]);
+        }
+        for b in &snapshot.bucket_snapshots {
+            let entry = offsets
+                .entry(b.partition_id)
+                .or_insert_with(|| vec![-1; buckets]);
+            let slot = usize::try_from(b.bucket_id)
+                .ok()
+                .and_then(|i| entry.get_mut(i))
+                .ok_or_else(|| {
+                    Error::data_invalid(format!(
+                        "the lake snapshot names bucket {} of a {buckets}-bucket table",
+                        b.bucket_id
+                    ))
+                    .with_context("table", table.path.to_string())
+                })?;
+            // A bucket with no tiered offset is read from its earliest offset.
+            *slot = b.log_offset.unwrap_or(-1);
+        }
+        Ok(Some(ReadableSnapshot {
+            snapshot_id: snapshot.snapshot_id,
+            offsets: TableBucketOffsets {
+                table_id: table.table_id(),
+                offsets,
+            },
+        }))
+    }
+
     /// Connects to the cluster at `options.bootstrap_servers`.
     pub async fn connect(options: ClusterOptions) -> Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -854,56 +918,29 @@ impl FlussSource for ClusterSource {
     }
 
     async fn readable_lake_snapshot(&self, table: &FlussTable) -> Result<Option<ReadableSnapshot>> {
-        if table.lake_format().is_none() {
+        self.get_lake_snapshot(table, None).await
+    }
+
+    async fn lake_snapshot(
+        &self,
+        table: &FlussTable,
+        snapshot_id: i64,
+    ) -> Result<Option<ReadableSnapshot>> {
+        // Fluss answers a snapshot by id with its tiered offsets: those are the
+        // readable ones except for Paimon tables with deletion vectors, whose
+        // readable snapshot Fluss computes separately (fluss-formats.md 3.4 (c)).
+        // There only the readable snapshot itself is known to be readable.
+        let readable = self.get_lake_snapshot(table, None).await?;
+        if readable
+            .as_ref()
+            .is_some_and(|r| r.snapshot_id == snapshot_id)
+        {
+            return Ok(readable);
+        }
+        if paimon_deletion_vectors(table) {
             return Ok(None);
         }
-        let (admin, path) = (self.admin.clone(), table.path.clone());
-        let snapshot = match self
-            .read_on_client(|| {
-                let (admin, path) = (admin.clone(), path.clone());
-                async move { admin.get_lake_snapshot(&path, None, Some(true)).await }
-            })
-            .await?
-        {
-            Ok(s) => s,
-            Err(e) if e.api_error() == Some(FlussError::LakeSnapshotNotExist) => return Ok(None),
-            Err(e) => {
-                return Err(client_error(
-                    "cannot get the readable lake snapshot",
-                    &self.options.bootstrap_servers,
-                )(e)
-                .with_context("table", table.path.to_string()));
-            }
-        };
-        let buckets = table.info.get_num_buckets().max(0) as usize;
-        let mut offsets: BTreeMap<Option<i64>, Vec<i64>> = BTreeMap::new();
-        if !table.info.is_partitioned() {
-            offsets.insert(None, vec![-1; buckets]);
-        }
-        for b in &snapshot.bucket_snapshots {
-            let entry = offsets
-                .entry(b.partition_id)
-                .or_insert_with(|| vec![-1; buckets]);
-            let slot = usize::try_from(b.bucket_id)
-                .ok()
-                .and_then(|i| entry.get_mut(i))
-                .ok_or_else(|| {
-                    Error::data_invalid(format!(
-                        "the lake snapshot names bucket {} of a {buckets}-bucket table",
-                        b.bucket_id
-                    ))
-                    .with_context("table", table.path.to_string())
-                })?;
-            // A bucket with no tiered offset is read from its earliest offset.
-            *slot = b.log_offset.unwrap_or(-1);
-        }
-        Ok(Some(ReadableSnapshot {
-            snapshot_id: snapshot.snapshot_id,
-            offsets: TableBucketOffsets {
-                table_id: table.table_id(),
-                offsets,
-            },
-        }))
+        self.get_lake_snapshot(table, Some(snapshot_id)).await
     }
 
     async fn bucket_offsets(
@@ -1012,4 +1049,20 @@ fn server_filter(table: &FlussTable, options: &LogReadOptions) -> Option<(wire::
     let schema = table.info.get_schema();
     let predicate = predicate::to_pb_predicate(&expr, &predicate::field_ids(schema))?;
     Some((predicate, table.info.get_schema_id()))
+}
+
+/// Whether `table`'s Paimon lake keeps deletion vectors (`table.datalake.paimon.
+/// deletion-vectors.enabled`), whose snapshots are readable only once compacted.
+fn paimon_deletion_vectors(table: &FlussTable) -> bool {
+    table
+        .info
+        .get_properties()
+        .get("table.datalake.paimon.deletion-vectors.enabled")
+        .or_else(|| {
+            table
+                .info
+                .get_custom_properties()
+                .get("paimon.deletion-vectors.enabled")
+        })
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }

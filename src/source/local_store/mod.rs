@@ -508,6 +508,28 @@ impl FlussSource for LocalStore {
         self.visible_offsets(table, buckets).await
     }
 
+    async fn lake_snapshot(
+        &self,
+        table: &FlussTable,
+        snapshot_id: i64,
+    ) -> Result<Option<ReadableSnapshot>> {
+        let lake = self.lake_table(table.table_id()).await?;
+        let entry = lake.snapshots.iter().find(|s| s.snapshot_id == snapshot_id);
+        match entry {
+            Some(entry) => match &entry.readable_offsets {
+                Some(path) => self
+                    .snapshot_with_offsets(table, snapshot_id, path)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            },
+            None => {
+                Ok(legacy_snapshot(&lake, table.table_id())
+                    .filter(|s| s.snapshot_id == snapshot_id))
+            }
+        }
+    }
+
     async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {
         LakeLocation::of_table(table, &self.options.lake_options, |w| {
             self.storage.absolute(w)
