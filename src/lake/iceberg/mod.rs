@@ -110,7 +110,7 @@ fn value_kind(ty: &iceberg::spec::Type) -> ValueKind {
 #[async_trait::async_trait]
 impl LakeTable for IcebergLakeTable {
     async fn system_table(&self, name: &str) -> Result<Option<RecordBatch>> {
-        system::system_table(&self.table, name)
+        system::system_table(&self.table, name).await
     }
 
     fn system_tables(&self) -> &'static [&'static str] {

@@ -44,7 +44,7 @@ pub async fn pin_snapshot(table: &Table, snapshot_id: i64) -> Result<Table> {
 }
 
 /// The Fluss partition name of a split (values rendered as Fluss does, joined by `$`).
-fn partition_name(table: &Table, split: &DataSplit) -> Result<Option<String>> {
+pub(super) fn partition_name(table: &Table, split: &DataSplit) -> Result<Option<String>> {
     let keys = table.schema().partition_keys();
     if keys.is_empty() {
         return Ok(None);

@@ -669,8 +669,15 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
         );
         failures.extend(found.into_iter().map(|f| format!("[LocalStore copy] {f}")));
     }
+    if SNAPSHOT_READS.swap(0, std::sync::atomic::Ordering::Relaxed) == 0 {
+        failures.push("no table had a lake snapshot with Fluss's offsets to read at".into());
+    }
     failures
 }
+
+/// How many `VERSION AS OF` reads `compare` made: the matrix must make some, or
+/// the check of them checked nothing (no tiered snapshot with Fluss's offsets).
+static SNAPSHOT_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// What `t$lake` and the union read are compared with besides the model.
 #[derive(Clone, Copy)]
@@ -820,6 +827,36 @@ fn compare(
                 }
             }
             Err(e) => failures.push(format!("{}: Flink: {flink_sql}: {e}", t.name)),
+        }
+    }
+
+    // time travel on the real cluster: as of now, and at the newest snapshot Fluss's
+    // tiering committed (registered by Fluss, so readable for these tables), both the
+    // rows now (the offsets come from GetLakeSnapshot by id, the log end from the
+    // batch headers FetchLog returns)
+    let mut as_of = vec![format!(
+        "SELECT {select} FROM db.{} FOR SYSTEM_TIME AS OF now()",
+        t.name
+    )];
+    let newest_tiered = format!(
+        "SELECT snapshot_id FROM db.\"{}$lake$snapshots\" WHERE fluss_offsets IS NOT NULL \
+         ORDER BY commit_time DESC LIMIT 1",
+        t.name
+    );
+    // (a table never tiered has no lake table: no snapshot to read at)
+    if let Ok((_, rows)) = ours(runtime, session, &newest_tiered)
+        && let Some(Some(id)) = rows.first().map(|r| r[0].clone())
+    {
+        as_of.push(format!(
+            "SELECT {select} FROM db.{} VERSION AS OF {id}",
+            t.name
+        ));
+        SNAPSHOT_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    for sql in as_of {
+        match ours(runtime, session, &sql) {
+            Ok((_, got)) => expect_same(failures, format!("{}: {sql}", t.name), got, want.clone()),
+            Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
         }
     }
 

@@ -1,6 +1,5 @@
-//! Iceberg's metadata tables a `t$lake$<name>` shows, with the columns Iceberg's own
-//! (`org.apache.iceberg.HistoryTable`) gives them: `history` (`made_current_at`,
-//! `snapshot_id`, `parent_id`, `is_current_ancestor`).
+//! `t$lake$history`: the snapshot log, with the columns of Iceberg's `HistoryTable`
+//! (`made_current_at`, `snapshot_id`, `parent_id`, `is_current_ancestor`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,20 +10,9 @@ use iceberg::table::Table;
 
 use crate::error::Result;
 
-/// The metadata tables [`system_table`] answers.
-pub(super) const SYSTEM_TABLES: &[&str] = &["history"];
-
-/// The metadata table `name` of `table`; `None` for a name this module has none of.
-pub(super) fn system_table(table: &Table, name: &str) -> Result<Option<RecordBatch>> {
-    match name {
-        "history" => history(table).map(Some),
-        _ => Ok(None),
-    }
-}
-
 /// The snapshot log: when each snapshot became current, its parent, and whether it is
 /// an ancestor of the current snapshot (a rolled-back one is not).
-fn history(table: &Table) -> Result<RecordBatch> {
+pub(super) fn history(table: &Table) -> Result<RecordBatch> {
     let metadata = table.metadata();
     let mut ancestors = HashSet::new();
     let mut at = metadata.current_snapshot_id();

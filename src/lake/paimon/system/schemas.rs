@@ -1,8 +1,6 @@
-//! Paimon's system tables a `t$lake$<name>` shows, with the columns Paimon's own
-//! (`org.apache.paimon.table.system.*Table`) and paimon-datafusion give them:
-//! `options` (`OptionsTable`: `key`, `value`) and `schemas` (`SchemasTable`:
-//! `schema_id`, `fields`, `partition_keys`, `primary_keys`, `options` as JSON,
-//! `comment`, `update_time`).
+//! `t$lake$schemas`: every schema of the lake table (`SchemasTable`: `schema_id`,
+//! `fields`, `partition_keys`, `primary_keys`, `options` as JSON, `comment`,
+//! `update_time`).
 
 use std::sync::Arc;
 
@@ -11,42 +9,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The system table `name` of `table`; `None` for a name this module has none of.
-pub(super) async fn system_table(
-    table: &paimon::table::Table,
-    name: &str,
-) -> Result<Option<RecordBatch>> {
-    match name {
-        "options" => options(table).map(Some),
-        "schemas" => schemas(table).await.map(Some),
-        _ => Ok(None),
-    }
-}
-
-/// The system tables [`system_table`] answers.
-pub(super) const SYSTEM_TABLES: &[&str] = &["options", "schemas"];
-
-fn options(table: &paimon::table::Table) -> Result<RecordBatch> {
-    let mut options: Vec<(&String, &String)> = table.schema().options().iter().collect();
-    options.sort();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("key", DataType::Utf8, false),
-        Field::new("value", DataType::Utf8, false),
-    ]));
-    Ok(RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from_iter_values(
-                options.iter().map(|(k, _)| k),
-            )),
-            Arc::new(StringArray::from_iter_values(
-                options.iter().map(|(_, v)| v),
-            )),
-        ],
-    )?)
-}
-
-async fn schemas(table: &paimon::table::Table) -> Result<RecordBatch> {
+/// The schemas, oldest first.
+pub(super) async fn schemas(table: &paimon::table::Table) -> Result<RecordBatch> {
     let all = table.schema_manager().list_all().await.map_err(|e| {
         Error::new(ErrorKind::Lake, "cannot list the Paimon schemas").with_source(e)
     })?;
