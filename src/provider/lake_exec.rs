@@ -2,6 +2,7 @@
 //! [`LakeTable`] that planned them; plain parquet splits are planned as DataFusion's
 //! own parquet `DataSourceExec` ([`parquet_scan`]).
 
+use object_store::path::Path as ObjectPath;
 use std::fmt;
 use std::sync::Arc;
 
@@ -204,8 +205,16 @@ impl ExecutionPlan for FlussLakeMergeExec {
     }
 }
 
-/// `(object store URL, path within it)` of a lake file path or URL.
-pub fn object_location(path: &str) -> Result<(ObjectStoreUrl, String)> {
+/// `(object store URL, path within it)` of a lake file path or URL. The path is the
+/// file's key exactly as the lake names it: the lake formats escape characters of
+/// partition values themselves (Paimon writes `ts=2024-05-01 10%3A30%3A00`, a `%` in
+/// the file's name), so the key is neither decoded nor escaped again.
+pub fn object_location(path: &str) -> Result<(ObjectStoreUrl, ObjectPath)> {
+    let bad = |e: object_store::path::Error| {
+        Error::invalid_input("lake file path is not an object path")
+            .with_context("file", path)
+            .with_source(e)
+    };
     let local = path
         .strip_prefix("file://")
         .or_else(|| path.strip_prefix("file:"))
@@ -213,7 +222,7 @@ pub fn object_location(path: &str) -> Result<(ObjectStoreUrl, String)> {
     if local.starts_with('/') {
         return Ok((
             ObjectStoreUrl::local_filesystem(),
-            local.trim_start_matches('/').to_string(),
+            ObjectPath::parse(local).map_err(bad)?,
         ));
     }
     let url = url::Url::parse(path).map_err(|e| {
@@ -227,7 +236,24 @@ pub fn object_location(path: &str) -> Result<(ObjectStoreUrl, String)> {
             .with_context("file", path)
             .with_source(e)
     })?;
-    Ok((store, url.path().trim_start_matches('/').to_string()))
+    // the key as written after `scheme://host/`, not the URL's (re-escaped) path
+    let key = path
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map_or("", |(_, key)| key);
+    Ok((store, ObjectPath::parse(key).map_err(bad)?))
+}
+
+/// A lake file as DataFusion's parquet source reads it: at its exact key, with the
+/// size the lake recorded (the footer is found from the end without a HEAD request).
+pub fn lake_file(path: ObjectPath, size: u64) -> PartitionedFile {
+    PartitionedFile::new_from_meta(object_store::ObjectMeta {
+        location: path,
+        last_modified: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        size,
+        e_tag: None,
+        version: None,
+    })
 }
 
 /// Cuts `files` (kept in order) into at most `target` non-empty runs of about equal
@@ -424,7 +450,7 @@ fn partitioned_files(files: &[LakeFile]) -> Result<(ObjectStoreUrl, Vec<Partitio
         if url != store_url {
             return Err(Error::unsupported("lake files span several object stores"));
         }
-        partitioned.push(PartitionedFile::new(path, file.size));
+        partitioned.push(lake_file(path, file.size));
     }
     Ok((store_url, partitioned))
 }

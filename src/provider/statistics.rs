@@ -21,7 +21,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, Statistics, TableReference};
-use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::execution::cache::cache_manager::CachedFileMetadata;
 use datafusion::execution::cache::{SchemaFingerprint, TableScopedPath};
@@ -30,7 +29,7 @@ use datafusion::physical_expr::intervals::utils::check_support;
 use datafusion::physical_expr::{AnalysisContext, PhysicalExpr, analyze};
 use futures::{FutureExt, StreamExt, TryStreamExt};
 
-use super::lake_exec::object_location;
+use super::lake_exec::{lake_file, object_location};
 use crate::error::{Error, Result};
 use crate::lake::LakeFile;
 
@@ -65,7 +64,7 @@ pub async fn lake_file_statistics(
             Error::invalid_input("no object store for the lake files").with_source(e)
         })?;
         // the object meta the scan's reader caches the footer under
-        let meta = PartitionedFile::new(path, file.size).object_meta;
+        let meta = lake_file(path, file.size).object_meta;
         // A lake file is written once under its name: statistics computed from its
         // footer for this schema are kept in the session's statistics cache, apart
         // from a `ListingTable`'s entries for the same path (ours add distinct counts).

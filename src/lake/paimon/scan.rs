@@ -22,6 +22,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lake::arrow_bridge::from_arrow58;
 use crate::lake::predicate::{CompareOp, Comparison, LakePredicate, integer_literal};
 use crate::lake::{ColumnMapping, KeyedRuns, LakeFile, LakePlan, LakeRead, LakeSplit, MergeTask};
+use crate::table::partition_value::{PartitionValue, render};
 
 fn lake_err(message: &str) -> impl FnOnce(paimon::Error) -> Error {
     let message = message.to_string();
@@ -58,32 +59,33 @@ pub(super) fn partition_name(table: &Table, split: &DataSplit) -> Result<Option<
                 "partition key '{key}' is not a column of the lake table"
             ))
         })?;
-        if row.is_null_at(i) {
-            values.push("null".to_string());
-            continue;
-        }
-        let value = match field.data_type() {
-            PaimonType::VarChar(_) | PaimonType::Char(_) => {
-                row.get_string(i)
-                    .map(str::to_string)
-                    .map_err(lake_err("bad partition value"))?
-            }
-            PaimonType::Int(_) => row
-                .get_int(i)
-                .map_err(lake_err("bad partition value"))?
-                .to_string(),
-            PaimonType::BigInt(_) => row
-                .get_long(i)
-                .map_err(lake_err("bad partition value"))?
-                .to_string(),
-            PaimonType::Date(_) => {
-                crate::lake::iso_date(row.get_int(i).map_err(lake_err("bad partition value"))?)
-            }
-            other => {
-                return Err(Error::unsupported(format!(
-                    "partition key '{key}' of lake type {other:?} is not supported"
-                )));
-            }
+        let datum = row
+            .get_datum(i, field.data_type())
+            .map_err(lake_err("bad partition value"))?;
+        let value = match &datum {
+            None => "null".to_string(),
+            Some(datum) => render(match datum {
+                Datum::String(s) => PartitionValue::Text(s),
+                Datum::Bool(b) => PartitionValue::Bool(*b),
+                Datum::TinyInt(v) => PartitionValue::Integer((*v).into()),
+                Datum::SmallInt(v) => PartitionValue::Integer((*v).into()),
+                Datum::Int(v) => PartitionValue::Integer((*v).into()),
+                Datum::Long(v) => PartitionValue::Integer(*v),
+                Datum::Bytes(b) => PartitionValue::Bytes(b),
+                Datum::Date(days) => PartitionValue::Date(*days),
+                Datum::Time(millis) => PartitionValue::Time(*millis),
+                Datum::Timestamp { millis, nanos }
+                | Datum::LocalZonedTimestamp { millis, nanos } => PartitionValue::Timestamp {
+                    millis: *millis,
+                    nanos_of_milli: *nanos,
+                },
+                other => {
+                    return Err(Error::unsupported(format!(
+                        "partition key '{key}' has a lake value ({other}) Fluss names no \
+                         partition by"
+                    )));
+                }
+            }),
         };
         values.push(value);
     }

@@ -158,6 +158,7 @@ impl LocalStore {
         }
         let mut properties = to_btree(descriptor.properties());
         self.with_lake_defaults(&mut properties)?;
+        check_partition_key_types(schema, descriptor.partition_keys())?;
         check_lake_partition_keys(&properties, schema, descriptor.partition_keys())?;
         if schema.primary_key().is_some() && properties.contains_key(STATISTICS_COLUMNS_PROPERTY) {
             return Err(Error::invalid_input(
@@ -469,6 +470,41 @@ fn owned_lake_table_dir(table: &FlussTable) -> Option<String> {
     }
     let dir = lake_table_dir(format, &table.path)?;
     Some(format!("{}/{dir}", warehouse.trim_end_matches('/')))
+}
+
+/// Refuses partition keys of a type Fluss does not partition by, in Fluss's words
+/// (`TableDescriptorValidation`, `PartitionUtils.PARTITION_KEY_SUPPORTED_TYPES`), and
+/// FLOAT and DOUBLE keys, which Fluss names by Java's `Float.toString` (not rendered
+/// here, so a partition could not be found again by its name).
+fn check_partition_key_types(
+    schema: &fluss::metadata::Schema,
+    partition_keys: &[String],
+) -> Result<()> {
+    use fluss::metadata::DataType;
+    for key in partition_keys {
+        let Some(column) = schema.columns().iter().find(|c| c.name() == key) else {
+            continue;
+        };
+        let data_type = column.data_type();
+        if matches!(data_type, DataType::Float(_) | DataType::Double(_)) {
+            return Err(Error::unsupported(format!(
+                "partition key '{key}' has type {data_type}: Fluss names FLOAT and DOUBLE \
+                 partitions by Java's Float.toString, which is not supported here"
+            )));
+        }
+        let named = fluss::record::to_arrow_type(data_type)
+            .is_ok_and(|arrow| crate::table::partition_value::names_partitions(&arrow));
+        if !named {
+            return Err(Error::invalid_input(format!(
+                "Currently, partitioned table supported partition key type are [CHAR, STRING, \
+                 BOOLEAN, BINARY, BYTES, TINYINT, SMALLINT, INTEGER, DATE, \
+                 TIME_WITHOUT_TIME_ZONE, BIGINT, FLOAT, DOUBLE, TIMESTAMP_WITHOUT_TIME_ZONE, \
+                 TIMESTAMP_WITH_LOCAL_TIME_ZONE], but got partition key '{key}' with data type \
+                 {data_type}."
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses an Iceberg lake for a table partitioned by a column that is not STRING, in

@@ -61,6 +61,8 @@ pub enum Partitioning {
     Str,
     Int,
     Date,
+    Bool,
+    Timestamp,
 }
 
 impl Partitioning {
@@ -70,6 +72,8 @@ impl Partitioning {
             Self::Str => "str",
             Self::Int => "int",
             Self::Date => "date",
+            Self::Bool => "bool",
+            Self::Timestamp => "ts",
         }
     }
 
@@ -79,16 +83,42 @@ impl Partitioning {
             Self::Str => Some(column("p", "STRING", Kind::Str)),
             Self::Int => Some(column("p", "INT", Kind::Int)),
             Self::Date => Some(column("p", "DATE", Kind::Date)),
+            Self::Bool => Some(column("p", "BOOLEAN", Kind::Boolean)),
+            Self::Timestamp => Some(column("p", "TIMESTAMP(6)", Kind::Timestamp)),
         }
     }
 
-    /// The two partitions' values (canonical text, also the Fluss partition names).
+    /// The two partitions' values (canonical text).
     pub fn values(self) -> [&'static str; 2] {
         match self {
             Self::None => ["", ""],
             Self::Str => ["a", "b"],
             Self::Int => ["1", "2"],
             Self::Date => ["2024-01-01", "2024-01-02"],
+            Self::Bool => ["false", "true"],
+            Self::Timestamp => ["2024-01-01 10:30:00", "2024-01-02 08:00:00.25"],
+        }
+    }
+
+    /// The Fluss partition name of a value (`PartitionNameConverters`): the canonical
+    /// text, except a timestamp's `2024-01-02-08-00-00_25`.
+    pub fn name_of(self, value: &str) -> String {
+        match self {
+            Self::Timestamp => {
+                let (clock, fraction) = value.split_once('.').unwrap_or((value, ""));
+                format!("{}_{fraction}", clock.replace([' ', ':'], "-"))
+            }
+            _ => value.to_string(),
+        }
+    }
+
+    /// A SQL literal of a value.
+    pub fn literal(self, value: &str) -> String {
+        match self {
+            Self::Int | Self::Bool => value.to_string(),
+            Self::Date => format!("DATE '{value}'"),
+            Self::Timestamp => format!("TIMESTAMP '{value}'"),
+            Self::None | Self::Str => format!("'{value}'"),
         }
     }
 }

@@ -107,7 +107,13 @@ impl Table {
                  bucket (fixed upstream by apache/fluss #3242)",
             )
         } else if format == "paimon"
-            && matches!(partitioning, Partitioning::Int | Partitioning::Date)
+            && matches!(
+                partitioning,
+                Partitioning::Int
+                    | Partitioning::Date
+                    | Partitioning::Bool
+                    | Partitioning::Timestamp
+            )
         {
             Some(
                 "Fluss 0.9.1's Flink reader names Paimon lake partitions by getString \
@@ -411,7 +417,8 @@ fn create(fluss: &mut RealFluss, t: &Table) -> Result<(), String> {
         for value in &t.partitions {
             fluss
                 .call(serde_json::json!({
-                    "cmd": "create_partition", "table": t.path(), "spec": {"p": value}
+                    "cmd": "create_partition", "table": t.path(),
+                    "spec": {"p": t.partitioning.name_of(value)}
                 }))
                 .map_err(|e| e.to_string())?;
         }
@@ -445,6 +452,16 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
                     Special::None,
                 ));
             }
+        }
+        // every other partition key type Fluss allows names its partitions its own way
+        for partitioning in [Partitioning::Bool, Partitioning::Timestamp] {
+            tables.push(Table::new(
+                &format,
+                primary_key,
+                partitioning,
+                Tiering::Tail,
+                Special::None,
+            ));
         }
         for special in [
             Special::Sparse,
@@ -502,7 +519,7 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
     }
     for (t, e) in &refused {
         let expected = format == "iceberg"
-            && matches!(t.partitioning, Partitioning::Int | Partitioning::Date)
+            && t.partitioning != Partitioning::Str
             && e.contains("Partition key only support string type for iceberg");
         if !expected {
             failures.push(format!(
@@ -936,11 +953,7 @@ fn compare(
         if t.partitioning != Partitioning::None {
             let p = t.columns.iter().position(|c| c.name == "p").expect("p");
             let value = t.partitions[1].clone();
-            let literal = match t.partitioning {
-                Partitioning::Int => value.clone(),
-                Partitioning::Date => format!("DATE '{value}'"),
-                _ => format!("'{value}'"),
-            };
+            let literal = t.partitioning.literal(&value);
             v.push((
                 format!("p = {literal}"),
                 Box::new(move |r: &[Option<String>]| r[p].as_deref() == Some(value.as_str())),

@@ -3,6 +3,8 @@
 //! sources, the lake formats and the union read share live here, below all three,
 //! so none of them imports another to name a table.
 
+pub mod partition_value;
+
 use std::sync::Arc;
 
 use fluss::metadata::{DataLakeFormat, TableInfo, TablePath};
