@@ -239,6 +239,7 @@ impl FlussSchema {
         let mode = match suffix {
             None => ReadMode::Union,
             Some("lake") => ReadMode::LakeOnly,
+            Some("log") => ReadMode::LogOnly,
             Some("changelog") => {
                 let provider = ChangelogTableProvider::new(self.source.clone(), table)?;
                 return Ok(Some(Arc::new(provider)));
@@ -262,7 +263,7 @@ impl FlussSchema {
             }
             Some(other) => {
                 return Err(DataFusionError::Plan(format!(
-                    "unknown virtual table '${other}' of {path} (supported: $lake, \
+                    "unknown virtual table '${other}' of {path} (supported: $lake, $log, \
                      $lake$snapshots and the lake's system tables, $changelog, $binlog)"
                 )));
             }
@@ -284,9 +285,11 @@ impl FlussSchema {
                 FlussTableProvider::lake_only(self.source.clone(), table, system)?
                     .with_lake_key_cache(self.lake_keys.clone())
             }
-            ReadMode::Union => FlussTableProvider::new(self.source.clone(), table, mode)?
-                .with_tail_cache(self.tail_cache.clone())
-                .with_lake_key_cache(self.lake_keys.clone()),
+            ReadMode::Union | ReadMode::LogOnly => {
+                FlussTableProvider::new(self.source.clone(), table, mode)?
+                    .with_tail_cache(self.tail_cache.clone())
+                    .with_lake_key_cache(self.lake_keys.clone())
+            }
         };
         Ok(Some(Arc::new(provider)))
     }

@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
@@ -60,6 +60,7 @@ use crate::lake::{
     LakeTable, MergeTask,
 };
 use crate::source::{FlussSource, FlussTable};
+use crate::table::partition_value;
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
 use crate::union::lake_keys::LakeFileId;
 use crate::union::{CommitTimes, CutLake, LakeKeyCache, TailCache, UnionCut, plan_cut};
@@ -138,6 +139,10 @@ pub enum ReadMode {
     Union,
     /// The lake snapshot only (`t$lake`).
     LakeOnly,
+    /// The log tail of the cut only (`t$log`, as Doris names it): a log table's rows
+    /// not yet tiered; a primary-key table's keys changed since the lake snapshot,
+    /// with their current rows (keys deleted since drop out).
+    LogOnly,
 }
 
 /// A Fluss table read through DataFusion.
@@ -499,7 +504,7 @@ impl FlussTableProvider {
                 )));
             }
         }
-        if self.mode == ReadMode::Union {
+        if self.mode != ReadMode::LakeOnly {
             let skipping = BatchSkipping::new(self.schema.clone(), predicate.clone());
             let buckets: Vec<_> = cut
                 .buckets
@@ -977,13 +982,7 @@ fn evaluate_partition(
         .fields()
         .iter()
         .zip(values)
-        .map(|(f, v)| {
-            cast(
-                &(Arc::new(StringArray::from(vec![v])) as ArrayRef),
-                f.data_type(),
-            )
-            .ok()
-        })
+        .map(|(f, v)| partition_value::parse(v, f.data_type())?.to_array().ok())
         .collect::<Option<_>>()?;
     let batch = RecordBatch::try_new(schema.clone(), columns).ok()?;
     let result = predicate.evaluate(&batch).ok()?.into_array(1).ok()?;
@@ -1109,6 +1108,14 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
                 lake_at(source, &self.table, when).await?,
                 CommitTimes::default(),
             ),
+            (Some(when), ReadMode::LogOnly) => {
+                return Err(Error::invalid_input(format!(
+                    "{}$log is the log tail of the table's current cut; read the table \
+                     itself at {when}",
+                    self.table.path
+                ))
+                .into());
+            }
         };
         let cut = plan_cut(
             source,
@@ -1116,10 +1123,18 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             &keep_partition,
             buckets.as_ref(),
             lake,
-            self.mode == ReadMode::Union,
+            self.mode != ReadMode::LakeOnly,
             times,
         )
         .await?;
+        // `t$log`: the ranges start where the lake snapshot ends, but it is not read
+        let cut = match self.mode {
+            ReadMode::LogOnly => UnionCut {
+                snapshot: None,
+                ..cut
+            },
+            _ => cut,
+        };
         let lake = self
             .plan_lake(state, &cut, &placed, &keep_partition, buckets.as_ref())
             .await?;

@@ -260,7 +260,7 @@ pub fn parse(text: &str, data_type: &ArrowType) -> Option<ScalarValue> {
 
 /// The bytes of lowercase or uppercase hex text.
 fn parse_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

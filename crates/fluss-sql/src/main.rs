@@ -224,7 +224,8 @@ SQL (end statements with ';'):
   MERGE INTO t USING s ON ... WHEN [NOT] MATCHED ... (primary-key tables: one statement)
   CALL fluss.tier('db.t')                            (tier the log tail into the lake)
   SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)
-  "t$changelog", "t$binlog" (the log), "t$lake$snapshots", "t$lake$options", ...
+  "t$log" (the tail not yet tiered), "t$changelog", "t$binlog" (every change),
+  "t$lake$snapshots", "t$lake$files", "t$lake$options", ... (the lake's system tables)
 Time travel:
   SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2026-01-01 10:00:00'  (or TIMESTAMP AS OF;
       the rows as they were then; times without a zone are UTC; epoch millis too)

@@ -103,7 +103,7 @@ fn rewrite(dml: DmlStatement, config: &ConfigOptions) -> Result<Transformed<Logi
 }
 
 /// `(base, kind)` when `name` is one of the read-only virtual tables of a Fluss
-/// table (`t$lake`, `t$lake$snapshots`, `t$changelog`).
+/// table (`t$lake`, `t$log`, `t$lake$snapshots`, `t$changelog`).
 fn virtual_table<'a>(
     provider: &dyn TableProvider,
     name: &'a TableReference,
@@ -111,7 +111,7 @@ fn virtual_table<'a>(
     let (base, kind) = name.table().split_once('$')?;
     let ours = provider
         .downcast_ref::<FlussTableProvider>()
-        .is_some_and(|p| p.mode() == ReadMode::LakeOnly)
+        .is_some_and(|p| p.mode() != ReadMode::Union)
         || provider.is::<ChangelogTableProvider>()
         || (provider.is::<MemTable>() && kind.starts_with("lake$"));
     ours.then_some((base, kind))
