@@ -28,6 +28,7 @@ use crate::source::{FlussSource, FlussTable};
 use crate::union::BucketCut;
 
 use super::describe::{describe_buckets, describe_projection};
+use super::partition_pruner::PartitionsRead;
 use super::statistics::ColumnEstimates;
 
 /// What a log scan skips batches by, from their V1 statistics: the query's own
@@ -91,6 +92,8 @@ pub struct FlussLogScanExec {
     estimates: ColumnEstimates,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
+    /// How many partitions the scan reads and pruned (partitioned tables).
+    partitions: Option<PartitionsRead>,
 }
 
 impl FlussLogScanExec {
@@ -126,7 +129,14 @@ impl FlussLogScanExec {
             estimates,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
+            partitions: None,
         }
+    }
+
+    /// The same scan, showing in EXPLAIN how many partitions it reads and pruned.
+    pub fn with_partitions(mut self, partitions: Option<PartitionsRead>) -> Self {
+        self.partitions = partitions;
+        self
     }
 
     /// The buckets and ranges this scan reads.
@@ -149,6 +159,9 @@ impl DisplayAs for FlussLogScanExec {
             )?;
             if !self.filters.is_empty() {
                 write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
+            }
+            if let Some(partitions) = &self.partitions {
+                write!(f, ", {partitions}")?;
             }
             if self.skipping.fixed.is_some() {
                 write!(f, ", batch_skipping=v1_statistics")?;
@@ -276,6 +289,7 @@ impl ExecutionPlan for FlussLogScanExec {
             estimates: self.estimates.clone(),
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
+            partitions: self.partitions,
         };
         Ok(kept.with_updated_node(Arc::new(updated)))
     }

@@ -17,6 +17,7 @@ mod log_exec;
 mod lookup_exec;
 mod lookup_join;
 mod options;
+mod partition_pruner;
 mod pk_exec;
 mod statistics;
 mod table;

@@ -45,6 +45,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::lake_exec::{merged_stream, push_filters_by_name, scan_rows_of_file};
 use super::lookup_exec::KeyLookupPlan;
+use super::partition_pruner::PartitionsRead;
 use super::statistics::ColumnEstimates;
 use crate::cast::batch_of;
 use crate::error::{Error, Result};
@@ -250,9 +251,17 @@ pub struct FlussPrimaryKeyScanExec {
     /// A lookup of this scan's rows by key, for a join that knows the keys it needs
     /// ([`super::lookup_join::LookupJoinRule`]).
     join_lookup: Option<KeyLookupPlan>,
+    /// How many partitions the scan reads and pruned (partitioned tables).
+    partitions: Option<PartitionsRead>,
 }
 
 impl FlussPrimaryKeyScanExec {
+    /// The same scan, showing in EXPLAIN how many partitions it reads and pruned.
+    pub fn with_partitions(mut self, partitions: Option<PartitionsRead>) -> Self {
+        self.partitions = partitions;
+        self
+    }
+
     /// The same scan, which a join may replace by a lookup of its keys (`lookup`).
     pub fn with_join_lookup(mut self, lookup: KeyLookupPlan) -> Self {
         self.join_lookup = Some(lookup);
@@ -289,6 +298,7 @@ impl FlussPrimaryKeyScanExec {
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
             join_lookup: None,
+            partitions: None,
         })
     }
 }
@@ -319,6 +329,9 @@ impl DisplayAs for FlussPrimaryKeyScanExec {
             )?;
             if !self.filters.is_empty() {
                 write!(f, ", pushed_filters=[{}]", self.filters.join(", "))?;
+            }
+            if let Some(partitions) = &self.partitions {
+                write!(f, ", {partitions}")?;
             }
             if let Some(keys) = &self.inputs.key_lookup {
                 let keys = keys.first().map_or(0, |k| k.len());
@@ -507,6 +520,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
             join_lookup: self.join_lookup.clone(),
+            partitions: self.partitions,
         };
         Ok(kept.with_updated_node(Arc::new(updated)))
     }

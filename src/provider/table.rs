@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
@@ -47,6 +47,7 @@ use super::lake_exec::{
 use super::log_exec::{BatchSkipping, FlussLogScanExec};
 use super::lookup_exec::{KeyLookupPlan, LookupKeys};
 use super::options::FlussOptions;
+use super::partition_pruner::{PartitionPruner, PartitionsRead};
 use super::pk_exec::{
     BucketParquetScan, FileKeyScan, FlussPrimaryKeyScanExec, NewerRunScan, PrimaryKeyBucketTask,
     PrimaryKeyMergeInputs,
@@ -60,77 +61,9 @@ use crate::lake::{
     LakeTable, MergeTask,
 };
 use crate::source::{FlussSource, FlussTable};
-use crate::table::partition_value;
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
 use crate::union::lake_keys::LakeFileId;
 use crate::union::{CommitTimes, CutLake, LakeKeyCache, TailCache, UnionCut, plan_cut};
-
-/// Decides from a partition name whether the partition can hold matching rows.
-/// Which partitions a scan keeps, by their names. The filters pushed `Exact` must be
-/// evaluated for every partition (DataFusion does not filter their rows again): one
-/// that cannot be, for a partition whose name does not hold a value of its column's
-/// type, fails the scan ([`PartitionPruner::check`]) instead of keeping the partition
-/// unfiltered. The others keep a partition they cannot judge (DataFusion re-applies
-/// them).
-struct PartitionPruner {
-    schema: SchemaRef,
-    exact: Option<(Arc<dyn PhysicalExpr>, String)>,
-    inexact: Option<Arc<dyn PhysicalExpr>>,
-    unjudged: std::sync::Mutex<Vec<String>>,
-}
-
-impl PartitionPruner {
-    /// A pruner keeping every partition.
-    fn keep_all() -> Self {
-        Self {
-            schema: Arc::new(Schema::empty()),
-            exact: None,
-            inexact: None,
-            unjudged: Default::default(),
-        }
-    }
-
-    /// Whether the partition named `name` may hold rows the filters keep.
-    fn keep(&self, name: &str) -> bool {
-        let exact = match &self.exact {
-            None => true,
-            Some((predicate, _)) => match evaluate_partition(predicate, &self.schema, name) {
-                Some(keep) => keep,
-                None => {
-                    if let Ok(mut unjudged) = self.unjudged.lock() {
-                        unjudged.push(name.to_string());
-                    }
-                    true
-                }
-            },
-        };
-        exact
-            && self.inexact.as_ref().is_none_or(|predicate| {
-                evaluate_partition(predicate, &self.schema, name).unwrap_or(true)
-            })
-    }
-
-    /// Fails when an exact filter could not be evaluated for a partition [`Self::keep`]
-    /// was asked about.
-    fn check(&self, table: &FlussTable) -> Result<()> {
-        let unjudged = self.unjudged.lock().map(|u| u.clone()).unwrap_or_default();
-        let (Some(name), Some((_, filter))) = (unjudged.first(), &self.exact) else {
-            return Ok(());
-        };
-        Err(Error::data_invalid(format!(
-            "partition '{name}' cannot be checked against the filter {filter}: its name \
-             does not hold values of the partition columns' types ({})",
-            self.schema
-                .fields()
-                .iter()
-                .map(|f| format!("{} {}", f.name(), f.data_type()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .with_context("table", table.path.to_string())
-        .with_context("partition", name.clone()))
-    }
-}
 
 /// Which side(s) of a table a provider reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,11 +100,13 @@ struct LakeScan {
     plan: LakePlan,
 }
 
-/// What the scan nodes report as statistics: the lake files' footers, and column
-/// estimates for the rows nothing describes (tail, merged splits).
+/// What the scan nodes report: as statistics, the lake files' footers and column
+/// estimates for the rows nothing describes (tail, merged splits); in EXPLAIN, how
+/// many partitions they read and pruned.
 struct ScanStatistics {
     files: FileStatistics,
     estimates: ColumnEstimates,
+    partitions: Option<PartitionsRead>,
 }
 
 impl FlussTableProvider {
@@ -265,36 +200,12 @@ impl FlussTableProvider {
         state: &dyn Session,
         filters: &PlacedFilters,
     ) -> Result<PartitionPruner> {
-        let (exact, inexact) = (filters.exact_partition(), filters.inexact_partition());
-        if exact.is_empty() && inexact.is_empty() {
-            return Ok(PartitionPruner::keep_all());
-        }
-        let keys = self.table.info.get_partition_keys().to_vec();
-        let fields: Vec<_> = keys
-            .iter()
-            .map(|k| self.schema.field_with_name(k).cloned())
-            .collect::<std::result::Result<_, _>>()?;
-        let partition_schema = Arc::new(Schema::new(fields));
-        let df_schema = DFSchema::try_from(partition_schema.as_ref().clone())
-            .map_err(|e| Error::internal("partition schema").with_source(e))?;
-        let compile = |filters: Vec<Expr>| -> Result<Option<(Arc<dyn PhysicalExpr>, String)>> {
-            let Some(predicate) = conjunction(filters) else {
-                return Ok(None);
-            };
-            let shown = predicate.to_string();
-            let physical = state
-                .create_physical_expr(predicate, &df_schema)
-                .map_err(|e| {
-                    Error::invalid_input("partition filter cannot be planned").with_source(e)
-                })?;
-            Ok(Some((physical, shown)))
-        };
-        Ok(PartitionPruner {
-            exact: compile(exact)?,
-            inexact: compile(inexact)?.map(|(p, _)| p),
-            schema: partition_schema,
-            unjudged: Default::default(),
-        })
+        PartitionPruner::new(
+            state,
+            filters,
+            &self.schema,
+            self.table.info.get_partition_keys(),
+        )
     }
 
     fn physical_predicate(
@@ -376,6 +287,7 @@ impl FlussTableProvider {
             return Ok(ScanStatistics {
                 files: FileStatistics::new(),
                 estimates: ColumnEstimates::without_lake(self.schema.clone()),
+                partitions: None,
             });
         };
         let mut files: Vec<LakeFile> = lake
@@ -403,6 +315,7 @@ impl FlussTableProvider {
         Ok(ScanStatistics {
             files: files.into_iter().map(|f| f.path).zip(stats).collect(),
             estimates,
+            partitions: None,
         })
     }
 
@@ -511,20 +424,25 @@ impl FlussTableProvider {
                 .into_iter()
                 .filter(|b| !b.range.is_empty())
                 .collect();
-            if !buckets.is_empty() || inputs.is_empty() {
-                inputs.push(Arc::new(FlussLogScanExec::new(
-                    self.source.clone(),
-                    self.table.clone(),
-                    buckets,
-                    state.config().target_partitions(),
-                    projection,
-                    output_schema.clone(),
-                    skipping,
-                    filters.describe(),
-                    snapshot_id,
-                    limit,
-                    statistics.estimates.clone(),
-                )));
+            // a partitioned table's scan keeps its node (empty when every partition
+            // read is in the lake) to say in EXPLAIN what it read and pruned
+            if !buckets.is_empty() || inputs.is_empty() || statistics.partitions.is_some() {
+                inputs.push(Arc::new(
+                    FlussLogScanExec::new(
+                        self.source.clone(),
+                        self.table.clone(),
+                        buckets,
+                        state.config().target_partitions(),
+                        projection,
+                        output_schema.clone(),
+                        skipping,
+                        filters.describe(),
+                        snapshot_id,
+                        limit,
+                        statistics.estimates.clone(),
+                    )
+                    .with_partitions(statistics.partitions),
+                ));
             }
         }
         if inputs.is_empty() {
@@ -828,7 +746,8 @@ impl FlussTableProvider {
             state.config().target_partitions(),
             limit,
             filters.describe(),
-        )?;
+        )?
+        .with_partitions(statistics.partitions);
         if let Some(lookup) = self.lookup_plan(state, Some(&projected), filters) {
             exec = exec.with_join_lookup(lookup);
         }
@@ -967,27 +886,6 @@ fn check_file_exists(path: &str) -> Result<()> {
         return Err(Error::not_found("lake data file is missing").with_context("file", path));
     }
     Ok(())
-}
-
-fn evaluate_partition(
-    predicate: &Arc<dyn PhysicalExpr>,
-    schema: &SchemaRef,
-    name: &str,
-) -> Option<bool> {
-    let values: Vec<&str> = name.split('$').collect();
-    if values.len() != schema.fields().len() {
-        return None;
-    }
-    let columns: Vec<ArrayRef> = schema
-        .fields()
-        .iter()
-        .zip(values)
-        .map(|(f, v)| partition_value::parse(v, f.data_type())?.to_array().ok())
-        .collect::<Option<_>>()?;
-    let batch = RecordBatch::try_new(schema.clone(), columns).ok()?;
-    let result = predicate.evaluate(&batch).ok()?.into_array(1).ok()?;
-    let bools = result.as_any().downcast_ref::<BooleanArray>()?;
-    Some(bools.is_valid(0) && bools.value(0))
 }
 
 #[async_trait]
@@ -1145,6 +1043,7 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             None => self.schema.clone(),
         };
         let mut statistics = self.scan_statistics(state, lake.as_ref()).await?;
+        statistics.partitions = pruner.partitions_read();
         statistics.estimates = statistics
             .estimates
             .with_filter(self.physical_predicate(state, &placed.inexact()).as_ref());
