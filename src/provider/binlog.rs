@@ -7,10 +7,11 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
+    Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, StructArray,
+    TimestampMillisecondArray,
 };
 use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::compute::interleave;
+use datafusion::arrow::compute::{interleave, nullif};
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use datafusion::common::DataFusionError;
 use datafusion::error::Result as DfResult;
@@ -20,7 +21,13 @@ use crate::log::ChangelogBatch;
 
 /// The binlog schema of a table whose rows are `data`.
 pub fn binlog_schema(data: &SchemaRef) -> SchemaRef {
-    let row = DataType::Struct(data.fields().clone());
+    // every field may be NULL: `before['id']` of an insert is NULL, as in Flink
+    let nullable: Fields = data
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    let row = DataType::Struct(nullable);
     let mut fields = super::changelog::meta_fields();
     fields.push(Field::new("before", row.clone(), true));
     fields.push(Field::new("after", row, true));
@@ -147,6 +154,7 @@ impl BinlogFold {
             let indices: Vec<(usize, usize)> =
                 entries.iter().map(|e| pick(e).unwrap_or((1, 0))).collect();
             let valid: Vec<bool> = entries.iter().map(|e| pick(e).is_some()).collect();
+            let missing = BooleanArray::from_iter(valid.iter().map(|v| Some(!v)));
             let columns = (0..row_fields.len())
                 .map(|c| {
                     let arrays: Vec<&dyn Array> =
@@ -156,7 +164,10 @@ impl BinlogFold {
                             row_fields[c].data_type(),
                         ));
                     }
-                    Ok(interleave(&arrays, &indices)?)
+                    // the fields of a missing image are NULL themselves: DataFusion's
+                    // get_field (`before['id']`) takes a field as it is, without the
+                    // struct's own nulls
+                    Ok(nullif(&interleave(&arrays, &indices)?, &missing)?)
                 })
                 .collect::<DfResult<Vec<_>>>()?;
             let nulls = NullBuffer::from(valid);

@@ -35,7 +35,7 @@ use datafusion::arrow::datatypes::{Field, Schema as ArrowSchema};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
-use fluss_datafusion::provider::FlussCatalog;
+use fluss_datafusion::provider::{FlussCatalog, FlussTableProvider, TimeTravel};
 use fluss_datafusion::source::{FlussSource, LocalStore};
 use fluss_datafusion::tier;
 use fluss_test_support::mirror::MirroredSource;
@@ -623,6 +623,65 @@ impl Checker<'_> {
         panic!("{msg}");
     }
 
+    /// The newest commit time (epoch millis) of `table`'s log, `None` while empty.
+    async fn newest_commit(&self, table: &str) -> Option<i64> {
+        let sql = format!(
+            "SELECT CAST(max(_commit_timestamp) AS BIGINT) FROM fluss.db.\"{table}$changelog\""
+        );
+        let batches = self.ctx.sql(&sql).await.ok()?.collect().await.ok()?;
+        let column = batches.first()?.column(0).clone();
+        let column = column.as_any().downcast_ref::<Int64Array>()?;
+        (!column.is_null(0)).then(|| column.value(0))
+    }
+
+    /// Time travel against the model's past: `table` read as of the commit time of a
+    /// past step (`TIMESTAMP AS OF`: the provider at that time, lake and log cut) and
+    /// the log between the table's start and then (`fluss_log_between`), both the rows
+    /// the model had after that step.
+    async fn check_time_travel(
+        &mut self,
+        step: usize,
+        rng: &mut StdRng,
+        table: &str,
+        history: &[(i64, Vec<Row>)],
+    ) {
+        if history.is_empty() {
+            return;
+        }
+        let (at, rows) = &history[rng.random_range(0..history.len())];
+        let expected = render_rows(&sorted(rows.clone()));
+        let provider = self
+            .ctx
+            .table_provider(format!("fluss.db.{table}").as_str())
+            .await
+            .expect("the table resolves");
+        let as_of = provider
+            .downcast_ref::<FlussTableProvider>()
+            .expect("a Fluss table")
+            .clone()
+            .at(TimeTravel::AsOfTime(*at));
+        let name = format!("{table}_as_of_{at}");
+        self.ctx
+            .register_table(name.as_str(), Arc::new(as_of))
+            .expect("register");
+        self.check(
+            step,
+            &format!("SELECT id, v, n FROM {name} ORDER BY id, v, n"),
+            expected.clone(),
+        )
+        .await;
+        let _ = self.ctx.deregister_table(name.as_str());
+        self.check(
+            step,
+            &format!(
+                "SELECT id, v, n FROM fluss_log_between('db.{table}', 0, {}) ORDER BY id, v, n",
+                at + 1
+            ),
+            expected,
+        )
+        .await;
+    }
+
     async fn check_table(
         &mut self,
         step: usize,
@@ -810,6 +869,9 @@ async fn run_differential(run: Run) {
 
     let mut rng = StdRng::seed_from_u64(run.seed.wrapping_add(run.seed_offset));
     let mut model = Model::default();
+    // (commit time, rows) after each step, since the table was last created
+    let mut kv_history: Vec<(i64, Vec<Row>)> = Vec::new();
+    let mut lg_history: Vec<(i64, Vec<Row>)> = Vec::new();
     let mut checker = Checker {
         ctx,
         exact_columns: true,
@@ -931,6 +993,28 @@ async fn run_differential(run: Run) {
             && let Err(e) = mirror.reload().await
         {
             fail(e, &checker.history);
+        }
+        // the state after this step, by the newest commit time (steps never share a
+        // millisecond: time travel to a step's time must not see the next one)
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        match &op {
+            Op::Recreate(Table::Kv) => kv_history.clear(),
+            Op::Recreate(Table::Lg) => lg_history.clear(),
+            _ => {}
+        }
+        if let Some(at) = checker.newest_commit("kv").await {
+            kv_history.push((at, Model::kv_rows(&model.kv)));
+        }
+        if let Some(at) = checker.newest_commit("lg").await {
+            lg_history.push((at, model.lg.clone()));
+        }
+        if step % 4 == 3 {
+            checker
+                .check_time_travel(step, &mut rng, "kv", &kv_history)
+                .await;
+            checker
+                .check_time_travel(step, &mut rng, "lg", &lg_history)
+                .await;
         }
         // Check the table the operation touched every step, the other one every few.
         let touched_kv = matches!(

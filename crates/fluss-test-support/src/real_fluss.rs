@@ -253,25 +253,21 @@ impl RealFluss {
         self.call(json!({"cmd": "sql", "sql": sql})).map(drop)
     }
 
+    /// The first `rows` rows of a streaming query through Flink (which reads
+    /// `$changelog` and `$binlog` only as streams), as [`RealFluss::query`] gives rows.
+    pub fn stream_query(
+        &mut self,
+        sql: &str,
+        rows: usize,
+    ) -> Result<Vec<Vec<Option<String>>>, HarnessError> {
+        let reply = self.call(json!({"cmd": "stream_query", "sql": sql, "rows": rows}))?;
+        reply_rows(&reply)
+    }
+
     /// A batch query through Flink: each row's values as canonical text (None = NULL).
     pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, HarnessError> {
         let reply = self.call(json!({"cmd": "query", "sql": sql}))?;
-        let rows = reply["rows"]
-            .as_array()
-            .ok_or_else(|| HarnessError("a query answer without rows".to_string()))?;
-        Ok(rows
-            .iter()
-            .map(|row| {
-                row.as_array()
-                    .map(|cells| {
-                        cells
-                            .iter()
-                            .map(|c| c.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            })
-            .collect())
+        reply_rows(&reply)
     }
 
     /// Writes rows with the Java client: `op` is `append`, `upsert` or `delete`;
@@ -468,4 +464,24 @@ fn segment_bytes(dir: &Path) -> std::io::Result<u64> {
         }
     }
     Ok(total)
+}
+
+/// The rows of a query's reply: each row's values as canonical text (None = NULL).
+fn reply_rows(reply: &Value) -> Result<Vec<Vec<Option<String>>>, HarnessError> {
+    let rows = reply["rows"]
+        .as_array()
+        .ok_or_else(|| HarnessError("a query answer without rows".to_string()))?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            row.as_array()
+                .map(|cells| {
+                    cells
+                        .iter()
+                        .map(|c| c.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect())
 }

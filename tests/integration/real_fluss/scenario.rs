@@ -633,6 +633,15 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
             &mut failures,
         );
     }
+    // t$binlog against Flink's (a stream there), on primary-key tables with a tail
+    for t in tables.iter().filter(|t| {
+        t.primary_key
+            && t.tiering == Tiering::Tail
+            && t.special == Special::None
+            && matches!(t.partitioning, Partitioning::None | Partitioning::Str)
+    }) {
+        binlog_vs_flink(writer.fluss, &runtime, &session, t, &mut failures);
+    }
 
     // The same files read as a LocalStore: the metadata and log segments the real
     // cluster wrote copied into the LocalStore layout (the lakes stay where tiering
@@ -695,6 +704,44 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
 /// How many `VERSION AS OF` reads `compare` made: the matrix must make some, or
 /// the check of them checked nothing (no tiered snapshot with Fluss's offsets).
 static SNAPSHOT_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `t$binlog` against Flink's: the change type, offset, and the key and `name` before
+/// and after of every change (Flink reads it only as a stream: its first rows, as
+/// many as ours has, read from the earliest offset).
+fn binlog_vs_flink(
+    fluss: &mut RealFluss,
+    runtime: &tokio::runtime::Runtime,
+    session: &FlussSession,
+    t: &Table,
+    failures: &mut Vec<String>,
+) {
+    let ours_sql = format!(
+        "SELECT \"_change_type\", \"_log_offset\", \"before\"['id'], \"before\"['name'], \
+         \"after\"['id'], \"after\"['name'] FROM db.\"{}$binlog\"",
+        t.name
+    );
+    let ours = match ours(runtime, session, &ours_sql) {
+        Ok((_, rows)) => rows,
+        Err(e) => {
+            failures.push(format!("{}: {ours_sql}: {e}", t.name));
+            return;
+        }
+    };
+    let flink_sql = format!(
+        "SELECT `_change_type`, `_log_offset`, `before`.`id`, `before`.`name`, `after`.`id`, \
+         `after`.`name` FROM fc.db.`{}$binlog` /*+ OPTIONS('scan.startup.mode' = 'earliest') */",
+        t.name
+    );
+    match fluss.stream_query(&flink_sql, ours.len()) {
+        Ok(flink) => expect_same(
+            failures,
+            format!("{}: t$binlog vs Flink's", t.name),
+            ours,
+            flink,
+        ),
+        Err(e) => failures.push(format!("{}: Flink: {flink_sql}: {e}", t.name)),
+    }
+}
 
 /// What `t$lake` and the union read are compared with besides the model.
 #[derive(Clone, Copy)]

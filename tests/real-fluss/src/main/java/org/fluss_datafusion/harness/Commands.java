@@ -100,6 +100,9 @@ final class Commands implements AutoCloseable {
                 case "query":
                     query(command, reply);
                     break;
+                case "stream_query":
+                    streamQuery(command, reply);
+                    break;
                 case "write":
                     reply.put("rows", write(command));
                     break;
@@ -322,6 +325,69 @@ final class Commands implements AutoCloseable {
             canceller.cancel(false);
         }
     }
+
+    /**
+     * The first {@code rows} rows of a streaming query (Flink reads {@code $changelog} and
+     * {@code $binlog} only as streams): collected, then the job is cancelled. Fewer rows
+     * within {@code timeout_s} is an error naming how many came.
+     */
+    private void streamQuery(JsonNode command, ObjectNode reply) throws Exception {
+        int want = command.path("rows").asInt();
+        long timeoutSeconds = command.path("timeout_s").asLong(120);
+        TableResult result = flinkStreaming().executeSql(command.path("sql").asText());
+        java.util.concurrent.atomic.AtomicBoolean timedOut =
+                new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.ScheduledFuture<?> canceller =
+                TIMER.schedule(
+                        () -> {
+                            timedOut.set(true);
+                            result.getJobClient().ifPresent(JobClient::cancel);
+                        },
+                        timeoutSeconds,
+                        java.util.concurrent.TimeUnit.SECONDS);
+        ArrayNode rows = reply.putArray("rows");
+        int got = 0;
+        try (CloseableIterator<Row> it = result.collect()) {
+            while (got < want && it.hasNext()) {
+                Row row = it.next();
+                ArrayNode out = rows.addArray();
+                for (int i = 0; i < row.getArity(); i++) {
+                    out.add(Values.text(row.getField(i)));
+                }
+                got++;
+            }
+        } catch (Exception e) {
+            if (!timedOut.get()) {
+                throw e;
+            }
+        } finally {
+            canceller.cancel(false);
+            result.getJobClient().ifPresent(JobClient::cancel);
+        }
+        if (got < want) {
+            throw new java.util.concurrent.TimeoutException(
+                    "the streaming query gave " + got + " of " + want + " rows in "
+                            + timeoutSeconds + " s");
+        }
+    }
+
+    /** The streaming TableEnvironment with the Fluss catalog {@code fc}, made on first use. */
+    private StreamTableEnvironment flinkStreaming() {
+        if (flinkStream == null) {
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+            env.setParallelism(1);
+            flinkStream = StreamTableEnvironment.create(env, EnvironmentSettings.inStreamingMode());
+            flinkStream.getConfig().set("table.exec.resource.default-parallelism", "1");
+            flinkStream.executeSql(
+                    String.format(
+                            "CREATE CATALOG fc WITH ('type' = 'fluss', 'bootstrap.servers' = '%s')",
+                            cluster.bootstrapServers()));
+            flinkStream.executeSql("USE CATALOG fc");
+        }
+        return flinkStream;
+    }
+
+    private StreamTableEnvironment flinkStream;
 
     private static final java.util.concurrent.ScheduledExecutorService TIMER =
             java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
