@@ -28,7 +28,7 @@ use futures::stream::BoxStream;
 #[doc(hidden)]
 pub use cluster::wire as cluster_wire;
 pub use cluster::{ClusterOptions, ClusterSource};
-pub use local_store::{LocalStore, LocalStoreOptions};
+pub use local_store::{LocalStore, LocalStoreOptions, StoreClock};
 pub use metadata::TableBucketOffsets;
 pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, NewColumn, WriteKind, WriteResult};
 

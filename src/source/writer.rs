@@ -220,6 +220,36 @@ pub trait FlussWriter: Send + Sync {
         )))
     }
 
+    /// `ALTER TABLE path ADD PARTITION (k = 'v', ...)`: creates a partition of a
+    /// partitioned table (`spec`: each partition key's value as Fluss spells it in
+    /// partition names). Writers that cannot refuse it.
+    async fn create_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let _ = (spec, if_not_exists);
+        Err(crate::error::Error::unsupported(format!(
+            "ALTER TABLE '{path}' ADD PARTITION is not supported here"
+        )))
+    }
+
+    /// `ALTER TABLE path DROP PARTITION (k = 'v', ...)`: drops a partition; its log
+    /// goes, what was tiered of it stays in the lake (read as a lake-only partition).
+    /// Writers that cannot refuse it.
+    async fn drop_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_exists: bool,
+    ) -> Result<()> {
+        let _ = (spec, if_exists);
+        Err(crate::error::Error::unsupported(format!(
+            "ALTER TABLE '{path}' DROP PARTITION is not supported here"
+        )))
+    }
+
     /// Applies upserts and deletes to a primary-key table as one all-or-nothing
     /// statement, in row order: `rows` are full rows, and a row whose `deletes` flag is
     /// set deletes its key instead (`MERGE INTO`). Writers that cannot refuse it.

@@ -33,6 +33,7 @@ mod dml;
 mod error;
 mod explicit_casts;
 pub(crate) mod parse;
+mod partitions;
 mod show_create;
 pub(crate) mod statement;
 mod suggest;
@@ -423,6 +424,24 @@ impl FlussSession {
                     .add_columns(&path, &columns)
                     .await?;
                 Ok(StatementResult::empty())
+            }
+            Statement::AlterPartition {
+                name,
+                spec,
+                add,
+                if_clause,
+            } => {
+                let path = self.table_path(&name)?;
+                let writer = self.writer("ALTER TABLE")?;
+                if add {
+                    writer.create_partition(&path, &spec, if_clause).await?;
+                } else {
+                    writer.drop_partition(&path, &spec, if_clause).await?;
+                }
+                Ok(StatementResult::empty())
+            }
+            Statement::ShowPartitions { name, spec } => {
+                partitions::show_partitions(self, &name, &spec).await
             }
             Statement::Call { procedure, args } => dml::call(self, &procedure, &args)
                 .await

@@ -47,6 +47,26 @@ pub enum Statement {
         /// The columns, in order.
         columns: Vec<crate::source::NewColumn>,
     },
+    /// `ALTER TABLE t ADD [IF NOT EXISTS] PARTITION (k = 'v', ...)` and `ALTER TABLE t
+    /// DROP [IF EXISTS] PARTITION (...)`, as Flink's Fluss catalog takes them.
+    AlterPartition {
+        /// Table name as written.
+        name: Vec<String>,
+        /// Each partition key's value, as Fluss spells it in partition names.
+        spec: Vec<(String, String)>,
+        /// ADD (else DROP).
+        add: bool,
+        /// `IF NOT EXISTS` / `IF EXISTS`.
+        if_clause: bool,
+    },
+    /// `SHOW PARTITIONS t [PARTITION (k = 'v', ...)]`: the partitions Fluss holds, each
+    /// as `k=v[/k2=v2]`, as Flink shows them.
+    ShowPartitions {
+        /// Table name as written.
+        name: Vec<String>,
+        /// Partition keys' values every partition listed has.
+        spec: Vec<(String, String)>,
+    },
     /// `CALL procedure('arg', ...)`.
     Call {
         /// Procedure name as written.
@@ -245,15 +265,39 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
                 }
             }
             c.expect(&Token::RParen)?;
+        } else if (c.peek_keyword("add") || c.peek_keyword("drop"))
+            && (is_keyword(&c.peek_nth(1), "partition")
+                || (is_keyword(&c.peek_nth(1), "if")
+                    && (is_keyword(&c.peek_nth(3), "partition")
+                        || is_keyword(&c.peek_nth(4), "partition"))))
+        {
+            let add = c.eat_keyword("add");
+            if !add {
+                c.next_token();
+            }
+            let if_clause = if add {
+                c.eat_keywords(&["if", "not", "exists"])
+            } else {
+                c.eat_keywords(&["if", "exists"])
+            };
+            c.expect_keyword("partition")?;
+            let spec = partition_spec(&mut c)?;
+            c.expect_end()?;
+            return Ok(Statement::AlterPartition {
+                name,
+                spec,
+                add,
+                if_clause,
+            });
         } else if c.eat_keyword("add") {
             let columns = super::ddl::parse_add_columns(&mut c)?;
             c.expect_end()?;
             return Ok(Statement::AddColumns { name, columns });
         } else {
             return Err(Error::unsupported(format!(
-                "ALTER TABLE ... {} is not supported yet (ADD [COLUMN] c TYPE, SET ('key' = \
-                 'value', ...) and RESET ('key', ...) are; Fluss 1.0 cannot drop, rename or \
-                 modify columns)",
+                "ALTER TABLE ... {} is not supported yet (ADD [COLUMN] c TYPE, ADD|DROP \
+                 PARTITION (k = 'v'), SET ('key' = 'value', ...) and RESET ('key', ...) are; \
+                 Fluss 1.0 cannot drop, rename or modify columns)",
                 c.rest()
             )));
         }
@@ -330,6 +374,18 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
             });
         }
     }
+    if c.peek_keyword("show") && is_keyword(&c.peek_nth(1), "partitions") {
+        c.next_token();
+        c.next_token();
+        let name = c.object_name()?;
+        let spec = if c.eat_keyword("partition") {
+            partition_spec(&mut c)?
+        } else {
+            Vec::new()
+        };
+        c.expect_end()?;
+        return Ok(Statement::ShowPartitions { name, spec });
+    }
     if c.peek_keyword("show") && is_keyword(&c.peek_nth(1), "catalogs") {
         c.next_token();
         c.next_token();
@@ -364,6 +420,42 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
         return Ok(Statement::ShowDatabases);
     }
     query()
+}
+
+/// `(k = 'v', k2 = 3, ...)`: each partition key with its value as text (a string,
+/// number or boolean literal).
+fn partition_spec(c: &mut Cursor) -> Result<Vec<(String, String)>> {
+    c.expect(&Token::LParen)?;
+    let mut spec = Vec::new();
+    loop {
+        let key = c.ident()?;
+        c.expect(&Token::Eq)?;
+        let negative = c.eat(&Token::Minus);
+        let value = match c.next_token() {
+            Token::SingleQuotedString(v) => super::parse::unescape_string(&v),
+            Token::Number(n, _) if negative => format!("-{n}"),
+            Token::Number(n, _) => n,
+            Token::Word(w)
+                if !negative
+                    && (w.value.eq_ignore_ascii_case("true")
+                        || w.value.eq_ignore_ascii_case("false")) =>
+            {
+                w.value.to_ascii_lowercase()
+            }
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "SQL syntax error: a partition value is a string, number or boolean, \
+                     not {other}"
+                )));
+            }
+        };
+        spec.push((key, value));
+        if !c.eat(&Token::Comma) {
+            break;
+        }
+    }
+    c.expect(&Token::RParen)?;
+    Ok(spec)
 }
 
 #[cfg(test)]

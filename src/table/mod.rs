@@ -5,6 +5,11 @@
 
 pub mod partition_value;
 
+/// The system partition an auto-partitioned Paimon table may keep in its lake for
+/// rows of expired partitions (`PartitionUtils.HISTORICAL_PARTITION_VALUE`): it has
+/// no Fluss data.
+pub const HISTORICAL_PARTITION: &str = "__historical__";
+
 use std::sync::Arc;
 
 use fluss::metadata::{DataLakeFormat, TableInfo, TablePath};

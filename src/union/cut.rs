@@ -93,7 +93,7 @@ pub async fn plan_cut(
         for partition in source.list_partitions(table).await? {
             let name = partition.get_partition_name();
             // The `__historical__` partition only exists in the lake.
-            if name.contains("__historical__") || !keep_partition(&name) {
+            if name.contains(crate::table::HISTORICAL_PARTITION) || !keep_partition(&name) {
                 continue;
             }
             for bucket in (0..buckets_per_partition).filter(keep_bucket) {

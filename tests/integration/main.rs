@@ -7,6 +7,7 @@
 #[allow(dead_code)]
 mod common;
 
+mod auto_partition;
 mod bad_input;
 mod concurrent_writers;
 mod crash_points;

@@ -223,6 +223,8 @@ SQL (end statements with ';'):
   DELETE FROM t [WHERE ...]                          (primary-key tables)
   MERGE INTO t USING s ON ... WHEN [NOT] MATCHED ... (primary-key tables: one statement)
   CALL fluss.tier('db.t')                            (tier the log tail into the lake)
+  ALTER TABLE t ADD|DROP [IF [NOT] EXISTS] PARTITION (k = 'v', ...)   SHOW PARTITIONS t
+      ('table.auto-partition.enabled' = 'true' creates them ahead and expires them)
   SELECT * FROM t (union: lake + log tail)   SELECT * FROM "t$lake" (lake only)
   "t$log" (the tail not yet tiered), "t$changelog", "t$binlog" (every change),
   "t$lake$snapshots", "t$lake$files", "t$lake$options", ... (the lake's system tables)

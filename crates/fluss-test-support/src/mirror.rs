@@ -297,6 +297,28 @@ impl FlussWriter for MirroredSource {
             .await
     }
 
+    async fn create_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_not_exists: bool,
+    ) -> Result<()> {
+        self.then_reload(
+            FlussWriter::create_partition(&*self.store, path, spec, if_not_exists).await,
+        )
+        .await
+    }
+
+    async fn drop_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_exists: bool,
+    ) -> Result<()> {
+        self.then_reload(FlussWriter::drop_partition(&*self.store, path, spec, if_exists).await)
+            .await
+    }
+
     async fn write_changes(
         &self,
         path: &TablePath,

@@ -357,6 +357,24 @@ impl FlussWriter for RealClusterSource {
             .await
     }
 
+    async fn create_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_not_exists: bool,
+    ) -> Result<()> {
+        FlussWriter::create_partition(&self.cluster, path, spec, if_not_exists).await
+    }
+
+    async fn drop_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_exists: bool,
+    ) -> Result<()> {
+        FlussWriter::drop_partition(&self.cluster, path, spec, if_exists).await
+    }
+
     async fn drop_table(&self, path: &TablePath, if_exists: bool) -> Result<()> {
         self.flink_sql(format!(
             "DROP TABLE {}`{}`.`{}`",

@@ -452,6 +452,34 @@ impl FlussWriter for ClusterSource {
         .await
     }
 
+    async fn create_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let (owned, spec) = (path.clone(), partition_spec(spec));
+        self.on_admin(
+            format!("cannot add a partition to table '{path}'"),
+            |admin| async move { admin.create_partition(&owned, &spec, if_not_exists).await },
+        )
+        .await
+    }
+
+    async fn drop_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_exists: bool,
+    ) -> Result<()> {
+        let (owned, spec) = (path.clone(), partition_spec(spec));
+        self.on_admin(
+            format!("cannot drop a partition of table '{path}'"),
+            |admin| async move { admin.drop_partition(&owned, &spec, if_exists).await },
+        )
+        .await
+    }
+
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         Err(Error::unsupported(format!(
             "CALL fluss.tier needs a LocalStore: {} is a Fluss deployment, whose own \
@@ -487,4 +515,13 @@ impl FlussWriter for ClusterSource {
             batches: 1,
         })
     }
+}
+
+/// A partition spec as fluss-rs takes it.
+fn partition_spec(spec: &[(String, String)]) -> fluss::metadata::PartitionSpec {
+    fluss::metadata::PartitionSpec::new(
+        spec.iter()
+            .cloned()
+            .collect::<std::collections::HashMap<_, _>>(),
+    )
 }

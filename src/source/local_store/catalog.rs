@@ -13,17 +13,15 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lake::{LakeFormat, lake_table_dir};
 use crate::log::ArrowCompression;
 use crate::log::statistics::{STATISTICS_COLUMNS_PROPERTY, statistics_column_mapping};
-use crate::source::layout::{self, validate_name, validate_partition_name};
-use crate::source::metadata::{
-    DatabaseRegistration, LakeSnapshotEntry, PartitionRegistration, TableRegistration,
-};
+use crate::source::layout::{self, validate_name};
+use crate::source::metadata::{DatabaseRegistration, LakeSnapshotEntry, TableRegistration};
 use crate::source::writer::schema_with_columns;
 use crate::source::{FlussSource, FlussTable, MAX_BUCKETS, NewColumn};
 
 impl LocalStore {
     /// The next value of an id counter (`table_seqid`, `partition_seqid`); the caller
     /// holds the writer lock, so the read-modify-write is not raced.
-    async fn next_id(&self, _guard: &WriteGuard<'_>, counter: &str) -> Result<i64> {
+    pub(super) async fn next_id(&self, _guard: &WriteGuard<'_>, counter: &str) -> Result<i64> {
         let current = match self.storage.read_optional(counter).await? {
             Some(bytes) => serde_json::from_slice::<i64>(&bytes)
                 .map_err(|e| Error::from(e).with_context("file", counter))?,
@@ -115,7 +113,7 @@ impl LocalStore {
         validate_name("database", path.database())?;
         validate_name("table", path.table())?;
         {
-            let guard = self.write_guard().await?;
+            let mut guard = self.write_guard().await?;
             if !self.database_exists(path.database()).await? {
                 return Err(Error::not_found(format!(
                     "database '{}' does not exist",
@@ -136,6 +134,9 @@ impl LocalStore {
                 }
             } else {
                 self.register_table(&guard, path, descriptor).await?;
+                // an auto-partitioned table starts with its pre-created partitions
+                let table = self.get_table(path).await?;
+                self.maintain_partitions(&mut guard, &table).await?;
             }
         }
         self.get_table(path).await
@@ -160,6 +161,11 @@ impl LocalStore {
         self.with_lake_defaults(&mut properties)?;
         check_partition_key_types(schema, descriptor.partition_keys())?;
         check_lake_partition_keys(&properties, schema, descriptor.partition_keys())?;
+        super::auto_partition::AutoPartitioning::from_properties(
+            &to_hash(&properties),
+            descriptor.partition_keys(),
+            &path.to_string(),
+        )?;
         if schema.primary_key().is_some() && properties.contains_key(STATISTICS_COLUMNS_PROPERTY) {
             return Err(Error::invalid_input(
                 "Statistics columns are not supported for primary key tables",
@@ -401,31 +407,6 @@ impl LocalStore {
             }
         }
         Ok(())
-    }
-
-    /// The id of partition `name`, registering it on first use.
-    pub(super) async fn ensure_partition(
-        &self,
-        guard: &WriteGuard<'_>,
-        table: &FlussTable,
-        name: &str,
-    ) -> Result<i64> {
-        validate_partition_name(name)?;
-        let node = layout::partition_node(&table.path, name);
-        if let Some(bytes) = self.storage.read_optional(&node).await? {
-            let reg: PartitionRegistration = serde_json::from_slice(&bytes)
-                .map_err(|e| Error::from(e).with_context("file", &node))?;
-            return Ok(reg.partition_id);
-        }
-        let partition_id = self.next_id(guard, &layout::partition_seqid_node()).await?;
-        let reg = PartitionRegistration {
-            version: 1,
-            table_id: table.table_id(),
-            partition_id,
-            remote_data_dir: None,
-        };
-        self.put_json(&node, serde_json::to_vec(&reg)?).await?;
-        Ok(partition_id)
     }
 
     /// Registers a lake snapshot in the `laketable` znode (tiering's last step).

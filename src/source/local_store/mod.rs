@@ -13,8 +13,11 @@
 //! Readers never lock: metadata files are replaced atomically, logs only grow, and a
 //! statement in progress is hidden by its intent.
 
+mod auto_partition;
+pub use auto_partition::StoreClock;
 mod catalog;
 mod intent;
+mod partitions;
 pub(crate) mod tiering;
 mod write;
 
@@ -68,6 +71,10 @@ pub struct LocalStoreOptions {
     /// `s3.access-key-id`, …), over the table's `table.datalake.<format>.*`
     /// properties. They may hold credentials: never shown.
     pub lake_options: HashMap<String, String>,
+    /// The time auto-partitioning runs on (`table.auto-partition.*`: partitions
+    /// created ahead and dropped after retention): the system clock, or one a test
+    /// sets.
+    pub clock: StoreClock,
 }
 
 impl std::fmt::Debug for LocalStoreOptions {
@@ -81,6 +88,7 @@ impl std::fmt::Debug for LocalStoreOptions {
             .field("lock_timeout", &self.lock_timeout)
             .field("datalake_format", &self.datalake_format)
             .field("lake_option_keys", &keys)
+            .field("clock", &self.clock)
             .finish()
     }
 }
@@ -94,6 +102,7 @@ impl Default for LocalStoreOptions {
             lock_timeout: Duration::from_secs(30),
             datalake_format: "paimon".to_string(),
             lake_options: HashMap::new(),
+            clock: StoreClock::System,
         }
     }
 }
@@ -623,6 +632,24 @@ impl FlussWriter for LocalStore {
 
     async fn tier(&self, path: &TablePath) -> Result<TieringResult> {
         tiering::tier(self, path).await
+    }
+
+    async fn create_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_not_exists: bool,
+    ) -> Result<()> {
+        LocalStore::create_partition(self, path, spec, if_not_exists).await
+    }
+
+    async fn drop_partition(
+        &self,
+        path: &TablePath,
+        spec: &[(String, String)],
+        if_exists: bool,
+    ) -> Result<()> {
+        LocalStore::drop_partition(self, path, spec, if_exists).await
     }
 
     async fn write_changes(

@@ -175,6 +175,9 @@ impl LocalStore {
         let table = self.get_table(path).await?;
         crate::source::writer::check_write_kind(&table, kind)?;
         self.recover_table(guard, &table).await?;
+        // auto-partitioning runs on every write, as Fluss's coordinator runs it on a
+        // schedule: the write then sees the partitions retention keeps
+        self.maintain_partitions(guard, &table).await?;
         let builder = self.batch_builder(&table, kind != WriteKind::Append)?;
         Ok(TableWrite {
             table,

@@ -195,5 +195,65 @@ pub fn check(fluss: &mut RealFluss) -> Vec<String> {
             Err(e) => failures.push(format!("our writes: we cannot read {table}: {e}")),
         }
     }
+    failures.extend(partitions(fluss, &runtime, &session));
+    failures
+}
+
+/// ADD and DROP PARTITION through fluss-rs's admin, against Flink's SHOW PARTITIONS.
+fn partitions(
+    fluss: &mut RealFluss,
+    runtime: &tokio::runtime::Runtime,
+    session: &FlussSession,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let create = "CREATE TABLE db.w_parts (id INT, dt STRING) PARTITIONED BY (dt) \
+                  WITH ('bucket.num' = '1')";
+    let steps = [
+        create,
+        "ALTER TABLE db.w_parts ADD PARTITION (dt = '2024-01-01')",
+        "ALTER TABLE db.w_parts ADD IF NOT EXISTS PARTITION (dt = '2024-01-02')",
+        "INSERT INTO db.w_parts VALUES (1, '2024-01-01'), (2, '2024-01-02')",
+        "ALTER TABLE db.w_parts DROP PARTITION (dt = '2024-01-01')",
+    ];
+    for sql in steps {
+        if let Err(e) = runtime.block_on(session.execute(sql)) {
+            failures.push(format!("our partitions: {sql}: {e}"));
+            return failures;
+        }
+        // the coordinator must know new tables and partitions (apache/fluss #2710)
+        if !sql.starts_with("INSERT")
+            && let Err(e) = fluss.call(serde_json::json!({"cmd": "settle"}))
+        {
+            failures.push(format!("after {sql}: the coordinator did not settle: {e}"));
+            return failures;
+        }
+    }
+    let want = vec![vec![Some("dt=2024-01-02".to_string())]];
+    match runtime.block_on(session.execute("SHOW PARTITIONS db.w_parts")) {
+        Ok(batches) => {
+            let (_, ours) = canonical::rows(&batches);
+            if ours != want {
+                failures.push(format!("our partitions: we list {ours:?}, want {want:?}"));
+            }
+        }
+        Err(e) => failures.push(format!("our partitions: SHOW PARTITIONS: {e}")),
+    }
+    match fluss.query("SHOW PARTITIONS fc.db.w_parts") {
+        Ok(flink) if flink == want => {}
+        Ok(flink) => failures.push(format!(
+            "our partitions: Flink lists {flink:?}, want {want:?}"
+        )),
+        Err(e) => failures.push(format!("our partitions: Flink's SHOW PARTITIONS: {e}")),
+    }
+    match runtime.block_on(session.execute("SELECT * FROM db.w_parts")) {
+        Ok(batches) => {
+            let (_, rows) = canonical::rows(&batches);
+            let want = vec![vec![Some("2".to_string()), Some("2024-01-02".to_string())]];
+            if rows != want {
+                failures.push(format!("our partitions: we read {rows:?}, want {want:?}"));
+            }
+        }
+        Err(e) => failures.push(format!("our partitions: reading them: {e}")),
+    }
     failures
 }
