@@ -23,15 +23,7 @@ pub(super) async fn show_partitions(
             "Table {path} is not a partitioned table."
         )));
     }
-    if let Some((extra, _)) = spec
-        .iter()
-        .find(|(k, _)| !keys.iter().any(|key| key.eq_ignore_ascii_case(k)))
-    {
-        return Err(Error::invalid_input(format!(
-            "'{extra}' is not a partition key of table {path} (partition keys: {})",
-            keys.join(", ")
-        )));
-    }
+    crate::table::partition_value::check_spec_keys(&path.to_string(), &keys, spec)?;
     let mut rows: Vec<String> = Vec::new();
     for partition in session.source().list_partitions(&table).await? {
         let name = partition.get_partition_name();

@@ -258,6 +258,21 @@ pub fn parse(text: &str, data_type: &ArrowType) -> Option<ScalarValue> {
     Some(scalar)
 }
 
+/// Refuses a partition spec (`k = 'v', ...`) naming a key that is not one of the
+/// table's partition keys (compared without case, as SQL names are).
+pub fn check_spec_keys(table: &str, keys: &[String], spec: &[(String, String)]) -> Result<()> {
+    match spec
+        .iter()
+        .find(|(k, _)| !keys.iter().any(|key| key.eq_ignore_ascii_case(k)))
+    {
+        Some((extra, _)) => Err(Error::invalid_input(format!(
+            "'{extra}' is not a partition key of table {table} (partition keys: {})",
+            keys.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The bytes of lowercase or uppercase hex text.
 fn parse_hex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {

@@ -183,15 +183,7 @@ fn partition_name_of(table: &FlussTable, spec: &[(String, String)]) -> Result<St
         }
         values.push(value.clone());
     }
-    if let Some((extra, _)) = spec
-        .iter()
-        .find(|(k, _)| !keys.iter().any(|key| key.eq_ignore_ascii_case(k)))
-    {
-        return Err(Error::invalid_input(format!(
-            "'{extra}' is not a partition key of table {path} (partition keys: {})",
-            keys.join(", ")
-        )));
-    }
+    partition_value::check_spec_keys(&path, keys, spec)?;
     let name = values.join("$");
     validate_partition_name(&name)?;
     Ok(name)

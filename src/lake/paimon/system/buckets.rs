@@ -6,14 +6,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Int32Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
-};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use datafusion::arrow::array::{ArrayRef, Int32Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use paimon::table::Table;
 
 use super::files::live_files;
-use super::partitions::FileTotals;
+use super::partitions::{FileTotals, totals_columns};
 use crate::error::Result;
 
 /// The buckets table.
@@ -25,43 +23,23 @@ pub(super) async fn buckets(table: &Table) -> Result<RecordBatch> {
             .or_default()
             .add(&file);
     }
-    let schema = Arc::new(Schema::new(vec![
+    let (totals_fields, totals) = totals_columns(by_bucket.values());
+    let mut fields = vec![
         Field::new("partition", DataType::Utf8, false),
         Field::new("bucket", DataType::Int32, false),
-        Field::new("record_count", DataType::Int64, false),
-        Field::new("file_size_in_bytes", DataType::Int64, false),
-        Field::new("file_count", DataType::Int64, false),
-        Field::new(
-            "last_update_time",
-            DataType::Timestamp(TimeUnit::Millisecond, None),
-            true,
-        ),
-    ]));
-    let totals: Vec<_> = by_bucket.iter().collect();
+    ];
+    fields.extend(totals_fields);
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            by_bucket.keys().map(|(p, _)| p),
+        )),
+        Arc::new(Int32Array::from_iter_values(
+            by_bucket.keys().map(|(_, b)| *b),
+        )),
+    ];
+    columns.extend(totals);
     Ok(RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from_iter_values(
-                totals.iter().map(|((p, _), _)| p),
-            )),
-            Arc::new(Int32Array::from_iter_values(
-                totals.iter().map(|((_, b), _)| *b),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                totals.iter().map(|(_, t)| t.record_count),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                totals.iter().map(|(_, t)| t.size),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                totals.iter().map(|(_, t)| t.file_count),
-            )),
-            Arc::new(TimestampMillisecondArray::from(
-                totals
-                    .iter()
-                    .map(|(_, t)| t.last_update_time)
-                    .collect::<Vec<_>>(),
-            )),
-        ],
+        Arc::new(Schema::new(fields)),
+        columns,
     )?)
 }

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+use datafusion::arrow::array::{
+    ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use paimon::table::Table;
 
@@ -31,6 +33,36 @@ impl FileTotals {
     }
 }
 
+/// The totals' columns (`record_count`, `file_size_in_bytes`, `file_count`,
+/// `last_update_time`): their fields, and their arrays for `totals` in order.
+pub(super) fn totals_columns<'a>(
+    totals: impl Iterator<Item = &'a FileTotals> + Clone,
+) -> (Vec<Field>, Vec<ArrayRef>) {
+    let fields = vec![
+        Field::new("record_count", DataType::Int64, false),
+        Field::new("file_size_in_bytes", DataType::Int64, false),
+        Field::new("file_count", DataType::Int64, false),
+        Field::new(
+            "last_update_time",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            true,
+        ),
+    ];
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(
+            totals.clone().map(|t| t.record_count),
+        )),
+        Arc::new(Int64Array::from_iter_values(totals.clone().map(|t| t.size))),
+        Arc::new(Int64Array::from_iter_values(
+            totals.clone().map(|t| t.file_count),
+        )),
+        Arc::new(TimestampMillisecondArray::from(
+            totals.map(|t| t.last_update_time).collect::<Vec<_>>(),
+        )),
+    ];
+    (fields, arrays)
+}
+
 /// The partitions table.
 pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
     let mut by_partition: BTreeMap<String, FileTotals> = BTreeMap::new();
@@ -40,37 +72,14 @@ pub(super) async fn partitions(table: &Table) -> Result<RecordBatch> {
             .or_default()
             .add(&file);
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("partition", DataType::Utf8, false),
-        Field::new("record_count", DataType::Int64, false),
-        Field::new("file_size_in_bytes", DataType::Int64, false),
-        Field::new("file_count", DataType::Int64, false),
-        Field::new(
-            "last_update_time",
-            DataType::Timestamp(TimeUnit::Millisecond, None),
-            true,
-        ),
-    ]));
-    let totals: Vec<_> = by_partition.iter().collect();
+    let (totals_fields, totals) = totals_columns(by_partition.values());
+    let mut fields = vec![Field::new("partition", DataType::Utf8, false)];
+    fields.extend(totals_fields);
+    let mut columns: Vec<ArrayRef> =
+        vec![Arc::new(StringArray::from_iter_values(by_partition.keys()))];
+    columns.extend(totals);
     Ok(RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from_iter_values(totals.iter().map(|(p, _)| p))),
-            Arc::new(Int64Array::from_iter_values(
-                totals.iter().map(|(_, t)| t.record_count),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                totals.iter().map(|(_, t)| t.size),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                totals.iter().map(|(_, t)| t.file_count),
-            )),
-            Arc::new(TimestampMillisecondArray::from(
-                totals
-                    .iter()
-                    .map(|(_, t)| t.last_update_time)
-                    .collect::<Vec<_>>(),
-            )),
-        ],
+        Arc::new(Schema::new(fields)),
+        columns,
     )?)
 }

@@ -75,15 +75,7 @@ final class Commands implements AutoCloseable {
     /** The batch TableEnvironment with the Fluss catalog {@code fc}, made on first use. */
     private StreamTableEnvironment flink() {
         if (flinkBatch == null) {
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-            env.setParallelism(1);
-            flinkBatch = StreamTableEnvironment.create(env, EnvironmentSettings.inBatchMode());
-            flinkBatch.getConfig().set("table.exec.resource.default-parallelism", "1");
-            flinkBatch.executeSql(
-                    String.format(
-                            "CREATE CATALOG fc WITH ('type' = 'fluss', 'bootstrap.servers' = '%s')",
-                            cluster.bootstrapServers()));
-            flinkBatch.executeSql("USE CATALOG fc");
+            flinkBatch = tableEnvironment(EnvironmentSettings.inBatchMode());
         }
         return flinkBatch;
     }
@@ -374,17 +366,23 @@ final class Commands implements AutoCloseable {
     /** The streaming TableEnvironment with the Fluss catalog {@code fc}, made on first use. */
     private StreamTableEnvironment flinkStreaming() {
         if (flinkStream == null) {
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-            env.setParallelism(1);
-            flinkStream = StreamTableEnvironment.create(env, EnvironmentSettings.inStreamingMode());
-            flinkStream.getConfig().set("table.exec.resource.default-parallelism", "1");
-            flinkStream.executeSql(
-                    String.format(
-                            "CREATE CATALOG fc WITH ('type' = 'fluss', 'bootstrap.servers' = '%s')",
-                            cluster.bootstrapServers()));
-            flinkStream.executeSql("USE CATALOG fc");
+            flinkStream = tableEnvironment(EnvironmentSettings.inStreamingMode());
         }
         return flinkStream;
+    }
+
+    /** A TableEnvironment of parallelism 1 using the Fluss catalog {@code fc}. */
+    private StreamTableEnvironment tableEnvironment(EnvironmentSettings settings) {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(1);
+        StreamTableEnvironment tables = StreamTableEnvironment.create(env, settings);
+        tables.getConfig().set("table.exec.resource.default-parallelism", "1");
+        tables.executeSql(
+                String.format(
+                        "CREATE CATALOG fc WITH ('type' = 'fluss', 'bootstrap.servers' = '%s')",
+                        cluster.bootstrapServers()));
+        tables.executeSql("USE CATALOG fc");
+        return tables;
     }
 
     private StreamTableEnvironment flinkStream;
