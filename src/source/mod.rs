@@ -151,17 +151,18 @@ pub trait FlussSource: Debug + Send + Sync {
 
     /// Per bucket, in order, the first offset of a batch committed after
     /// `timestamp_ms` (epoch millis; the high watermark where none was): where a read
-    /// of the log as of that time ends. The default seeks by the batches' headers,
-    /// reading the first later batch only (every row of a batch shares its commit
-    /// timestamp, so no batch is split).
+    /// of the log as of that time ends. `offsets` are the buckets' earliest offsets
+    /// and high watermarks, as [`FlussSource::bucket_offsets`] gave them. The default
+    /// seeks by the batches' headers, reading the first later batch only (every row
+    /// of a batch shares its commit timestamp, so no batch is split).
     async fn offsets_after(
         &self,
         table: &FlussTable,
         buckets: &[BucketLocation],
+        offsets: &[BucketOffsets],
         timestamp_ms: i64,
     ) -> Result<Vec<i64>> {
         use futures::TryStreamExt;
-        let offsets = self.bucket_offsets(table, buckets).await?;
         let mut ends = Vec::with_capacity(buckets.len());
         for (bucket, offsets) in buckets.iter().zip(offsets) {
             let range = LogRange::new(offsets.earliest, offsets.high_watermark);

@@ -115,20 +115,22 @@ pub async fn plan_cut(
         locations.clear();
     }
     let mut offsets = source.bucket_offsets(table, &locations).await?;
-    if let Some(until) = times.until {
-        let ends = source.offsets_after(table, &locations, until).await?;
-        for (offsets, end) in offsets.iter_mut().zip(ends) {
-            offsets.high_watermark = offsets.high_watermark.min(end.max(offsets.earliest));
-        }
-    }
     let starts = match times.from {
         Some(from) => Some(
             source
-                .offsets_after(table, &locations, from.saturating_sub(1))
+                .offsets_after(table, &locations, &offsets, from.saturating_sub(1))
                 .await?,
         ),
         None => None,
     };
+    if let Some(until) = times.until {
+        let ends = source
+            .offsets_after(table, &locations, &offsets, until)
+            .await?;
+        for (offsets, end) in offsets.iter_mut().zip(ends) {
+            offsets.high_watermark = offsets.high_watermark.min(end.max(offsets.earliest));
+        }
+    }
     let mut buckets = Vec::with_capacity(locations.len());
     for (i, (location, offsets)) in locations.into_iter().zip(offsets).enumerate() {
         let tiered = snapshot

@@ -60,9 +60,12 @@ impl FlussSource for ReadOnly {
         &self,
         table: &FlussTable,
         buckets: &[BucketLocation],
+        offsets: &[BucketOffsets],
         timestamp_ms: i64,
     ) -> Result<Vec<i64>> {
-        self.0.offsets_after(table, buckets, timestamp_ms).await
+        self.0
+            .offsets_after(table, buckets, offsets, timestamp_ms)
+            .await
     }
 
     async fn bucket_offsets(

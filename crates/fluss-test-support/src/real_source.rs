@@ -258,10 +258,11 @@ impl FlussSource for RealClusterSource {
         &self,
         table: &FlussTable,
         buckets: &[BucketLocation],
+        offsets: &[BucketOffsets],
         timestamp_ms: i64,
     ) -> Result<Vec<i64>> {
         self.cluster
-            .offsets_after(table, buckets, timestamp_ms)
+            .offsets_after(table, buckets, offsets, timestamp_ms)
             .await
     }
 
