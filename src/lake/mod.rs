@@ -441,29 +441,3 @@ pub(crate) fn lake_table_dir(
         _ => None,
     }
 }
-
-/// An epoch day as `YYYY-MM-DD`, as Fluss renders date partition values.
-pub(crate) fn iso_date(days: i32) -> String {
-    // Civil-from-days (Howard Hinnant), avoiding a date dependency.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn dates_render_as_iso() {
-        assert_eq!(super::iso_date(0), "1970-01-01");
-        assert_eq!(super::iso_date(19723), "2024-01-01");
-        assert_eq!(super::iso_date(-1), "1969-12-31");
-    }
-}

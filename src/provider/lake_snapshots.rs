@@ -10,18 +10,28 @@ use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
 use datafusion::error::{DataFusionError, Result as DfResult};
 
+use crate::error::Result;
+use crate::lake::LakeSnapshot;
 use crate::source::{FlussSource, FlussTable};
+
+/// The snapshots of `table`'s lake, oldest first (none before anything was tiered).
+pub(super) async fn lake_snapshots_of(
+    source: &dyn FlussSource,
+    table: &FlussTable,
+) -> Result<Vec<LakeSnapshot>> {
+    let location = source.lake_location(table).await?;
+    match crate::lake::open(&location, table).await? {
+        Some(lake) => lake.snapshots().await,
+        None => Ok(Vec::new()),
+    }
+}
 
 /// The snapshots of `table`'s lake, as a table.
 pub async fn lake_snapshots_table(
     source: &dyn FlussSource,
     table: &FlussTable,
 ) -> DfResult<Arc<dyn TableProvider>> {
-    let location = source.lake_location(table).await?;
-    let snapshots = match crate::lake::open(&location, table).await? {
-        Some(lake) => lake.snapshots().await?,
-        None => Vec::new(),
-    };
+    let snapshots = lake_snapshots_of(source, table).await?;
     let registered = source.registered_lake_snapshots(table).await?;
     let schema = Arc::new(Schema::new(vec![
         Field::new("snapshot_id", DataType::Int64, false),

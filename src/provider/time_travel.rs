@@ -19,6 +19,7 @@ use std::fmt;
 
 use datafusion::arrow::temporal_conversions::timestamp_ms_to_datetime;
 
+use super::lake_snapshots::lake_snapshots_of;
 use crate::error::{Error, Result};
 use crate::source::{FlussSource, FlussTable, ReadableSnapshot, TableBucketOffsets};
 use crate::union::{CommitTimes, CutLake};
@@ -123,11 +124,7 @@ pub(super) async fn union_at(
             }
         },
         TimeTravel::AsOfTime(millis) => {
-            let location = source.lake_location(table).await?;
-            let snapshots = match crate::lake::open(&location, table).await? {
-                Some(lake) => lake.snapshots().await?,
-                None => Vec::new(),
-            };
+            let snapshots = lake_snapshots_of(source, table).await?;
             let registered = source.registered_lake_snapshots(table).await?;
             // newest first by commit time (Iceberg's snapshot ids are not ordered),
             // then by the lake's own order
@@ -161,11 +158,7 @@ pub(super) async fn lake_at(
     when: TimeTravel,
 ) -> Result<CutLake> {
     let name = table.path.to_string();
-    let location = source.lake_location(table).await?;
-    let snapshots = match crate::lake::open(&location, table).await? {
-        Some(lake) => lake.snapshots().await?,
-        None => Vec::new(),
-    };
+    let snapshots = lake_snapshots_of(source, table).await?;
     let chosen = match when {
         TimeTravel::Snapshot(id) => snapshots.iter().find(|s| s.snapshot_id == id),
         TimeTravel::LogBetween { .. } => {

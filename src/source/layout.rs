@@ -119,6 +119,11 @@ pub fn database_data_dir(database: &str) -> String {
     format!("data/{database}")
 }
 
+/// `data/<db>/<table>-<id>/<partition>-p<pid>`: the logs of one partition.
+pub fn partition_data_dir(path: &TablePath, table_id: i64, name: &str, id: i64) -> String {
+    format!("{}/{name}-p{id}", table_data_dir(path, table_id))
+}
+
 /// `data/<db>/<table>-<id>[/<partition>-p<pid>]/log-<bucket>`.
 pub fn bucket_dir(
     path: &TablePath,
@@ -129,8 +134,8 @@ pub fn bucket_dir(
     match partition {
         None => format!("{}/log-{bucket}", table_data_dir(path, table_id)),
         Some((name, id)) => format!(
-            "{}/{name}-p{id}/log-{bucket}",
-            table_data_dir(path, table_id)
+            "{}/log-{bucket}",
+            partition_data_dir(path, table_id, name, id)
         ),
     }
 }

@@ -306,6 +306,9 @@ mod tests {
         assert_eq!(render(PartitionValue::Bytes(&[0, 0xab])), "00ab");
         assert_eq!(render(PartitionValue::Date(19_844)), "2024-05-01");
         assert_eq!(render(PartitionValue::Bool(true)), "true");
+        assert_eq!(render(PartitionValue::Date(0)), "1970-01-01");
+        assert_eq!(render(PartitionValue::Date(19723)), "2024-01-01");
+        assert_eq!(render(PartitionValue::Date(-1)), "1969-12-31");
 
         let micros = ArrowType::Timestamp(TimeUnit::Microsecond, None);
         assert_eq!(

@@ -15,8 +15,9 @@ use super::lake_error;
 use super::predicate::to_iceberg_predicate;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::{
-    ColumnMapping, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask, iso_date,
+    ColumnMapping, LakeFile, LakePlan, LakeRead, LakeScanRequest, LakeSplit, MergeTask,
 };
+use crate::table::partition_value::{PartitionValue, render};
 
 /// The lake column that names a row's Fluss bucket.
 const BUCKET_COLUMN: &str = "__bucket";
@@ -232,23 +233,27 @@ fn placement(task: &FileScanTask, metadata: &TableMetadata) -> Result<(Option<St
     Ok(((!values.is_empty()).then(|| values.join("$")), bucket))
 }
 
-/// A partition value as Fluss renders it in partition names.
-fn partition_value(value: Option<&Literal>, ty: &Type) -> Result<String> {
+/// A partition value as Fluss renders it in partition names
+/// ([`crate::table::partition_value`]).
+pub(super) fn partition_value(value: Option<&Literal>, ty: &Type) -> Result<String> {
     let Some(literal) = value.and_then(Literal::as_primitive_literal) else {
         return Ok("null".to_string());
     };
-    Ok(match (literal, ty) {
-        (PrimitiveLiteral::Int(days), Type::Primitive(PrimitiveType::Date)) => iso_date(days),
-        (PrimitiveLiteral::String(s), _) => s,
-        (PrimitiveLiteral::Int(v), _) => v.to_string(),
-        (PrimitiveLiteral::Long(v), _) => v.to_string(),
-        (PrimitiveLiteral::Boolean(v), _) => v.to_string(),
+    let value = match (&literal, ty) {
+        (PrimitiveLiteral::Int(days), Type::Primitive(PrimitiveType::Date)) => {
+            PartitionValue::Date(*days)
+        }
+        (PrimitiveLiteral::String(s), _) => PartitionValue::Text(s),
+        (PrimitiveLiteral::Int(v), _) => PartitionValue::Integer((*v).into()),
+        (PrimitiveLiteral::Long(v), _) => PartitionValue::Integer(*v),
+        (PrimitiveLiteral::Boolean(v), _) => PartitionValue::Bool(*v),
         (other, _) => {
             return Err(Error::unsupported(format!(
                 "Iceberg partition value {other:?} of type {ty} is not supported"
             )));
         }
-    })
+    };
+    Ok(render(value))
 }
 
 /// Reads planned tasks with the `iceberg` reader (columns matched by field id),

@@ -140,11 +140,8 @@ impl LocalStore {
             .map_err(|e| Error::from(e).with_context("file", &node))?;
         // the registration first: a partition half removed is one no reader lists
         self.storage.delete(&node).await?;
-        let data = format!(
-            "{}/{name}-p{}",
-            layout::table_data_dir(&table.path, table.table_id()),
-            reg.partition_id
-        );
+        let data =
+            layout::partition_data_dir(&table.path, table.table_id(), name, reg.partition_id);
         self.storage.delete_dir(&data).await?;
         guard.forget_table(table.table_id());
         Ok(true)
