@@ -295,26 +295,9 @@ final class Commands implements AutoCloseable {
         // A query that does not end in time is cancelled (Fluss 0.9.1's batch union read
         // waits forever on a bucket that has neither lake data nor log: apache/fluss #2958).
         long timeoutSeconds = command.path("timeout_s").asLong(120);
-        java.util.concurrent.atomic.AtomicBoolean timedOut =
-                new java.util.concurrent.atomic.AtomicBoolean();
-        java.util.concurrent.ScheduledFuture<?> canceller =
-                TIMER.schedule(
-                        () -> {
-                            timedOut.set(true);
-                            result.getJobClient().ifPresent(JobClient::cancel);
-                        },
-                        timeoutSeconds,
-                        java.util.concurrent.TimeUnit.SECONDS);
-        try {
-            collect(command, result, reply);
-        } catch (Exception e) {
-            if (timedOut.get()) {
-                throw new java.util.concurrent.TimeoutException(
-                        "the Flink query did not finish in " + timeoutSeconds + " s (cancelled)");
-            }
-            throw e;
-        } finally {
-            canceller.cancel(false);
+        if (failedAfterDeadline(result, timeoutSeconds, () -> collect(command, result, reply))) {
+            throw new java.util.concurrent.TimeoutException(
+                    "the Flink query did not finish in " + timeoutSeconds + " s (cancelled)");
         }
     }
 
@@ -327,6 +310,46 @@ final class Commands implements AutoCloseable {
         int want = command.path("rows").asInt();
         long timeoutSeconds = command.path("timeout_s").asLong(120);
         TableResult result = flinkStreaming().executeSql(command.path("sql").asText());
+        ArrayNode rows = reply.putArray("rows");
+        int[] got = {0};
+        try {
+            failedAfterDeadline(
+                    result,
+                    timeoutSeconds,
+                    () -> {
+                        try (CloseableIterator<Row> it = result.collect()) {
+                            while (got[0] < want && it.hasNext()) {
+                                Row row = it.next();
+                                ArrayNode out = rows.addArray();
+                                for (int i = 0; i < row.getArity(); i++) {
+                                    out.add(Values.text(row.getField(i)));
+                                }
+                                got[0]++;
+                            }
+                        }
+                    });
+        } finally {
+            result.getJobClient().ifPresent(JobClient::cancel);
+        }
+        if (got[0] < want) {
+            throw new java.util.concurrent.TimeoutException(
+                    "the streaming query gave " + got[0] + " of " + want + " rows in "
+                            + timeoutSeconds + " s");
+        }
+    }
+
+    /** What {@link #failedAfterDeadline} runs. */
+    private interface Work {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code work}, cancelling {@code result}'s job once {@code timeoutSeconds} have
+     * passed. A failure after that cancel is the cancel's doing: it answers {@code true}
+     * (the caller names the timeout); any other failure is thrown.
+     */
+    private static boolean failedAfterDeadline(TableResult result, long timeoutSeconds, Work work)
+            throws Exception {
         java.util.concurrent.atomic.AtomicBoolean timedOut =
                 new java.util.concurrent.atomic.AtomicBoolean();
         java.util.concurrent.ScheduledFuture<?> canceller =
@@ -337,29 +360,16 @@ final class Commands implements AutoCloseable {
                         },
                         timeoutSeconds,
                         java.util.concurrent.TimeUnit.SECONDS);
-        ArrayNode rows = reply.putArray("rows");
-        int got = 0;
-        try (CloseableIterator<Row> it = result.collect()) {
-            while (got < want && it.hasNext()) {
-                Row row = it.next();
-                ArrayNode out = rows.addArray();
-                for (int i = 0; i < row.getArity(); i++) {
-                    out.add(Values.text(row.getField(i)));
-                }
-                got++;
-            }
+        try {
+            work.run();
+            return false;
         } catch (Exception e) {
-            if (!timedOut.get()) {
-                throw e;
+            if (timedOut.get()) {
+                return true;
             }
+            throw e;
         } finally {
             canceller.cancel(false);
-            result.getJobClient().ifPresent(JobClient::cancel);
-        }
-        if (got < want) {
-            throw new java.util.concurrent.TimeoutException(
-                    "the streaming query gave " + got + " of " + want + " rows in "
-                            + timeoutSeconds + " s");
         }
     }
 
