@@ -197,6 +197,25 @@ async fn retention_past_the_tiered_offset_is_an_error_naming_the_missing_range()
     assert!(e.contains("bucket: 1"), "{e}");
 }
 
+/// Time travel past what retention left: the table as of a time before any lake
+/// snapshot needs the log from offset 0, and a log window whose first batch is the
+/// first one left may have lost rows before it; both are errors, never fewer rows.
+#[tokio::test]
+async fn time_travel_past_retention_is_an_error_naming_the_missing_range() {
+    let f = Fixture::tiered(false).await;
+    let segments = f.segments(1);
+    std::fs::remove_file(&segments[0]).unwrap();
+    let missing = format!("missing_offsets: [0, {})", base_offset(&segments[1]));
+    for sql in [
+        "SELECT count(*) FROM t TIMESTAMP AS OF 0",
+        "SELECT count(*) FROM fluss_log_between('fluss.t', 0)",
+    ] {
+        let e = f.error(sql).await;
+        assert!(e.contains(&missing), "{sql}: {e}");
+        assert!(e.contains("bucket: 1"), "{sql}: {e}");
+    }
+}
+
 #[tokio::test]
 async fn a_sealed_segment_truncated_at_a_batch_boundary_is_an_error() {
     let f = Fixture::tiered(false).await;
