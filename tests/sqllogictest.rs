@@ -372,6 +372,7 @@ const REAL_FLUSS_FILES: &[&str] = &[
     "pk_partial_update.slt",
     "pk_tail_only.slt",
     "pk_updates_across_cut.slt",
+    "upstream_regressions.slt",
 ];
 
 /// `text` with the databases `db` and `empty_db` renamed to `<prefix>db` and

@@ -4,6 +4,10 @@
 //!
 //! A lookup reads the state when it runs, not the lake snapshot and offset cut a scan
 //! reads: EXPLAIN says so (`reads=current state`).
+//!
+//! Keys in partitions the source no longer has (dropped or expired from Fluss, their
+//! tiered rows in the lake only) cannot be looked up: the lookup then runs the scan it
+//! replaced, its [`LookupFallback`], so such rows are never missed (apache/fluss 3443).
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -22,12 +26,15 @@ use datafusion::physical_plan::metrics::{
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
+    execute_stream,
 };
+use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt};
 
 use super::describe::describe_projection;
 use super::view_types::to_view_types;
 use crate::error::{Error, Result};
-use crate::source::{FlussSource, FlussTable};
+use crate::source::{FlussSource, FlussTable, LookedUp};
 
 /// The keys a [`FlussKeyLookupExec`] reads.
 #[derive(Debug, Clone)]
@@ -62,6 +69,40 @@ impl KeySlot {
         match self.0.lock() {
             Ok(slot) => slot.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// Plans, when a lookup needs it, the scan the lookup replaced.
+pub type DeferredScan = Arc<
+    dyn Fn(Arc<TaskContext>) -> BoxFuture<'static, DfResult<Arc<dyn ExecutionPlan>>> + Send + Sync,
+>;
+
+/// The scan a lookup runs instead when some keys fall in partitions the source does
+/// not have ([`LookedUp::PartitionsMissing`]): it reads the same rows (the lookup's
+/// table, projection and filters), from the lake and the log.
+#[derive(Clone)]
+pub enum LookupFallback {
+    /// A scan already planned (a lookup join's probe side).
+    Planned(Arc<dyn ExecutionPlan>),
+    /// A scan planned only if it is needed, so a point lookup plans no scan.
+    Deferred(DeferredScan),
+}
+
+impl fmt::Debug for LookupFallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LookupFallback::Planned(plan) => write!(f, "Planned({})", plan.name()),
+            LookupFallback::Deferred(_) => write!(f, "Deferred"),
+        }
+    }
+}
+
+impl LookupFallback {
+    async fn plan(&self, context: Arc<TaskContext>) -> DfResult<Arc<dyn ExecutionPlan>> {
+        match self {
+            LookupFallback::Planned(plan) => Ok(plan.clone()),
+            LookupFallback::Deferred(plan) => plan(context).await,
         }
     }
 }
@@ -140,6 +181,7 @@ impl KeyLookupPlan {
         Ok(FlussKeyLookupExec {
             plan: self.clone(),
             keys,
+            fallback: None,
             schema,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
@@ -169,12 +211,22 @@ impl KeyLookupPlan {
 pub struct FlussKeyLookupExec {
     plan: KeyLookupPlan,
     keys: LookupKeys,
+    /// What to read when the source cannot answer for every key; without it, such
+    /// a lookup is an error naming the partitions.
+    fallback: Option<LookupFallback>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
 
 impl FlussKeyLookupExec {
+    /// Runs `fallback` when some keys fall in partitions the source does not have.
+    /// Its output schema must be this lookup's.
+    pub fn with_fallback(mut self, fallback: LookupFallback) -> Self {
+        self.fallback = Some(fallback);
+        self
+    }
+
     fn estimated_keys(&self) -> usize {
         match &self.keys {
             LookupKeys::Fixed(keys) => keys.num_rows(),
@@ -218,7 +270,7 @@ impl ExecutionPlan for FlussKeyLookupExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.schema.clone();
         if partition != 0 {
@@ -226,8 +278,11 @@ impl ExecutionPlan for FlussKeyLookupExec {
         }
         let baseline = BaselineMetrics::new(&self.metrics, partition);
         let keys_looked_up = MetricBuilder::new(&self.metrics).counter("keys_looked_up", 0);
+        let scanned_instead = MetricBuilder::new(&self.metrics).counter("scanned_instead", 0);
         let plan = self.plan.clone();
         let keys = self.keys.clone();
+        let fallback = self.fallback.clone();
+        let stream_schema = schema.clone();
         let stream = futures::stream::once(async move {
             let keys = match keys {
                 LookupKeys::Fixed(keys) => keys,
@@ -236,13 +291,42 @@ impl ExecutionPlan for FlussKeyLookupExec {
                 })?,
             };
             keys_looked_up.add(keys.num_rows());
-            let found = plan.source.lookup_keys(&plan.table, &keys).await?;
+            let found = match plan.source.lookup_keys(&plan.table, &keys).await? {
+                LookedUp::Rows(found) => found,
+                LookedUp::PartitionsMissing(partitions) => {
+                    let Some(fallback) = fallback else {
+                        return Err(DataFusionError::from(
+                            Error::invalid_input(format!(
+                                "keys of partitions {} cannot be looked up: the partitions \
+                                 are not in Fluss (dropped, expired or never created), and \
+                                 their rows can only be read from the lake by a scan",
+                                partitions.join(", ")
+                            ))
+                            .with_context("table", plan.table.path.to_string()),
+                        ));
+                    };
+                    scanned_instead.add(1);
+                    let scan = fallback.plan(context.clone()).await?;
+                    let output_rows = baseline.output_rows().clone();
+                    let rows = execute_stream(scan, context)?
+                        .inspect_ok(move |batch| output_rows.add(batch.num_rows()));
+                    let rows: SendableRecordBatchStream =
+                        Box::pin(RecordBatchStreamAdapter::new(stream_schema, rows));
+                    return Ok(rows);
+                }
+            };
             let _timer = baseline.elapsed_compute().timer();
             let rows = plan.finish(found)?;
             baseline.record_output(rows.num_rows());
-            Ok::<_, Error>(rows)
+            let one: SendableRecordBatchStream = Box::pin(RecordBatchStreamAdapter::new(
+                stream_schema,
+                futures::stream::iter([Ok(rows)]),
+            ));
+            Ok(one)
         });
-        let stream = futures::StreamExt::map(stream, |r| r.map_err(DataFusionError::from));
+        let stream = stream
+            .map(|r: DfResult<SendableRecordBatchStream>| r)
+            .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
 

@@ -44,7 +44,7 @@ use datafusion::physical_plan::{
 };
 use futures::TryStreamExt;
 
-use super::lookup_exec::{KeySlot, LookupKeys};
+use super::lookup_exec::{KeySlot, LookupFallback, LookupKeys};
 use super::options::FlussOptions;
 use super::pk_exec::FlussPrimaryKeyScanExec;
 
@@ -109,7 +109,10 @@ fn lookup_join(
         Some(&rows) if rows <= options.max_lookup_keys => rows,
         _ => return Ok(None),
     };
-    let Some(scan) = probed_scan(join.right()) else {
+    let Some(scan_plan) = probed_scan(join.right()) else {
+        return Ok(None);
+    };
+    let Some(scan) = scan_plan.downcast_ref::<FlussPrimaryKeyScanExec>() else {
         return Ok(None);
     };
     // cheaper to scan a table of fewer rows than the keys' lookups cost (a table of
@@ -149,10 +152,15 @@ fn lookup_join(
     };
     let key_schema = lookup.key_schema()?;
     let slot = Arc::new(KeySlot::default());
-    let leaf = Arc::new(lookup.exec(LookupKeys::FromJoin {
-        slot: slot.clone(),
-        estimated,
-    })?);
+    // keys in partitions Fluss no longer has are read by the scan the lookup replaced
+    let leaf = Arc::new(
+        lookup
+            .exec(LookupKeys::FromJoin {
+                slot: slot.clone(),
+                estimated,
+            })?
+            .with_fallback(LookupFallback::Planned(scan_plan.clone())),
+    );
     let join_right = join.right().clone();
     let right = replace_scan(join.right(), leaf)?;
     let join = replace_children_if_necessary(node.clone(), vec![join.left().clone(), right])?;
@@ -186,10 +194,11 @@ fn input_column(plan: &Arc<dyn ExecutionPlan>, column: usize) -> Option<usize> {
     None
 }
 
-/// The primary-key scan at the bottom of a probe side of row-preserving nodes.
-fn probed_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&FlussPrimaryKeyScanExec> {
-    if let Some(scan) = plan.downcast_ref::<FlussPrimaryKeyScanExec>() {
-        return Some(scan);
+/// The primary-key scan (a [`FlussPrimaryKeyScanExec`]) at the bottom of a probe
+/// side of row-preserving nodes.
+fn probed_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
+    if plan.downcast_ref::<FlussPrimaryKeyScanExec>().is_some() {
+        return Some(plan);
     }
     input_column(plan, 0)?;
     match plan.children().as_slice() {

@@ -31,6 +31,8 @@ use datafusion::common::stats::Precision;
 use datafusion::common::{DFSchema, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::error::Result as DfResult;
+use datafusion::execution::TaskContext;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::utils::{conjunction, disjunction};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_expr::PhysicalExpr;
@@ -45,7 +47,9 @@ use super::lake_exec::{
     parquet_scan,
 };
 use super::log_exec::{BatchSkipping, FlussLogScanExec};
-use super::lookup_exec::{KeyLookupPlan, LookupKeys};
+use super::lookup_exec::{
+    DeferredScan, FlussKeyLookupExec, KeyLookupPlan, LookupFallback, LookupKeys,
+};
 use super::options::FlussOptions;
 use super::partition_pruner::{PartitionPruner, PartitionsRead};
 use super::pk_exec::{
@@ -467,7 +471,7 @@ impl FlussTableProvider {
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &PlacedFilters,
-    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    ) -> Result<Option<FlussKeyLookupExec>> {
         let Some(lookup) = self.lookup_plan(state, projection, filters) else {
             return Ok(None);
         };
@@ -484,7 +488,7 @@ impl FlussTableProvider {
             return Ok(None);
         };
         let keys = RecordBatch::try_new(key_schema, columns)?;
-        Ok(Some(Arc::new(lookup.exec(LookupKeys::Fixed(keys))?)))
+        Ok(Some(lookup.exec(LookupKeys::Fixed(keys))?))
     }
 
     /// What a lookup of this table's keys would read, when the source serves lookups
@@ -981,6 +985,12 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         .into())
     }
 
+    fn statistics(&self) -> Option<Statistics> {
+        let mut stats = Statistics::new_unknown(&self.schema);
+        stats.num_rows = Precision::Absent;
+        Some(stats)
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,
@@ -990,8 +1000,40 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let placed = self.placed(filters);
         if let Some(lookup) = self.plan_key_lookup(state, projection, &placed)? {
-            return Ok(lookup);
+            // keys in partitions Fluss no longer has are read by the scan this replaced
+            let provider = self.clone();
+            let (projection, filters) = (projection.cloned(), filters.to_vec());
+            let scan: DeferredScan = Arc::new(move |context: Arc<TaskContext>| {
+                let (provider, projection, filters) =
+                    (provider.clone(), projection.clone(), filters.clone());
+                Box::pin(async move {
+                    let state = SessionStateBuilder::new()
+                        .with_config(context.session_config().clone())
+                        .with_runtime_env(context.runtime_env())
+                        .build();
+                    provider
+                        .scan_reading(&state, projection.as_ref(), &filters, limit)
+                        .await
+                })
+            });
+            return Ok(Arc::new(
+                lookup.with_fallback(LookupFallback::Deferred(scan)),
+            ));
         }
+        self.scan_reading(state, projection, filters, limit).await
+    }
+}
+
+impl FlussTableProvider {
+    /// The scan of lake and log (every read but a key lookup).
+    async fn scan_reading(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let placed = self.placed(filters);
         // LIMIT is pushed only when every filter is exact (docs/DESIGN.md pushdown contract).
         let limit = if placed.all_exact() { limit } else { None };
         let pruner = self.partition_pruner(state, &placed)?;
@@ -1064,12 +1106,6 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             .await?
         };
         Ok(plan)
-    }
-
-    fn statistics(&self) -> Option<Statistics> {
-        let mut stats = Statistics::new_unknown(&self.schema);
-        stats.num_rows = Precision::Absent;
-        Some(stats)
     }
 }
 

@@ -250,12 +250,25 @@ pub trait FlussSource: Debug + Send + Sync {
     /// key: the primary-key columns, named and typed as in the table's latest Fluss
     /// schema), in that schema's Arrow layout; keys without a row are left out.
     /// Current means as the source holds them when asked, not as of a lake snapshot
-    /// and offset cut.
-    async fn lookup_keys(&self, table: &FlussTable, _keys: &RecordBatch) -> Result<RecordBatch> {
+    /// and offset cut. Keys of partitions the source does not have cannot be
+    /// answered by key: see [`LookedUp::PartitionsMissing`].
+    async fn lookup_keys(&self, table: &FlussTable, _keys: &RecordBatch) -> Result<LookedUp> {
         Err(Error::new(
             ErrorKind::FeatureUnsupported,
             format!("{} does not look up keys", self.name()),
         )
         .with_context("table", table.path.to_string()))
     }
+}
+
+/// A key lookup's answer ([`FlussSource::lookup_keys`]).
+#[derive(Debug, Clone)]
+pub enum LookedUp {
+    /// The current row of every key that has one.
+    Rows(RecordBatch),
+    /// Some keys fall in partitions the source does not have: dropped or expired
+    /// from Fluss (their tiered rows live on in the lake only, which a lookup does
+    /// not read), or never created. The reader must scan instead (apache/fluss
+    /// 3443: lookups missed a partition that exists only in the lake).
+    PartitionsMissing(Vec<String>),
 }

@@ -19,7 +19,7 @@ use fluss_datafusion::lake::tiering::TieringResult;
 use fluss_datafusion::log::{ChangelogBatch, LogRange, LogReadOptions};
 use fluss_datafusion::source::{
     BucketLocation, BucketOffsets, ClusterOptions, ClusterSource, FlussSource, FlussTable,
-    FlussWriter, LocalStore, NewColumn, ReadableSnapshot, WriteKind, WriteResult,
+    FlussWriter, LocalStore, LookedUp, NewColumn, ReadableSnapshot, WriteKind, WriteResult,
 };
 use fluss_datafusion::{Error, Result};
 use futures::stream::BoxStream;
@@ -226,7 +226,7 @@ impl FlussSource for MirroredSource {
         self.cluster.last_seen_age(paths)
     }
 
-    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
+    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<LookedUp> {
         self.cluster.lookup_keys(table, keys).await
     }
 }

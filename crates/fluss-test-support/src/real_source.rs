@@ -24,7 +24,7 @@ use fluss_datafusion::lake::tiering::TieringResult;
 use fluss_datafusion::log::{ChangelogBatch, LogRange, LogReadOptions};
 use fluss_datafusion::source::{
     BucketLocation, BucketOffsets, ClusterOptions, ClusterSource, FlussSource, FlussTable,
-    FlussWriter, NewColumn, ReadableSnapshot, WriteKind, WriteResult,
+    FlussWriter, LookedUp, NewColumn, ReadableSnapshot, WriteKind, WriteResult,
 };
 use fluss_datafusion::{Error, Result};
 use futures::TryStreamExt;
@@ -316,7 +316,7 @@ impl FlussSource for RealClusterSource {
         self.cluster.last_seen_age(paths)
     }
 
-    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
+    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<LookedUp> {
         self.cluster.lookup_keys(table, keys).await
     }
 }

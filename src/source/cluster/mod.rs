@@ -42,7 +42,7 @@ use fluss::rpc::FlussError;
 use futures::stream::BoxStream;
 
 use self::fetch::{BucketFetch, BucketFetchReader, PlainCredentials, TabletConnection};
-use super::{BucketLocation, BucketOffsets, FlussSource, FlussTable, ReadableSnapshot};
+use super::{BucketLocation, BucketOffsets, FlussSource, FlussTable, LookedUp, ReadableSnapshot};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
 use crate::log::{
@@ -992,10 +992,24 @@ impl FlussSource for ClusterSource {
         lookup::keys_encodable(table)
     }
 
-    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<RecordBatch> {
+    async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<LookedUp> {
         let context = |e: Error| e.with_context("table", table.path.to_string());
         let partitions = match lookup::partition_names(&table.info, keys).map_err(context)? {
-            Some(names) => Some(self.partition_ids(table, &names).await.map_err(context)?),
+            Some(names) => {
+                let ids = self.partition_ids(table, &names).await.map_err(context)?;
+                let mut missing: Vec<String> = names
+                    .into_iter()
+                    .zip(&ids)
+                    .filter(|(_, id)| id.is_none())
+                    .map(|(name, _)| name)
+                    .collect();
+                if !missing.is_empty() {
+                    missing.sort();
+                    missing.dedup();
+                    return Ok(LookedUp::PartitionsMissing(missing));
+                }
+                Some(ids)
+            }
             None => None,
         };
         let by_bucket =
@@ -1003,7 +1017,9 @@ impl FlussSource for ClusterSource {
         let rows = self
             .again_if_a_bucket_moved(table, || self.send_lookups(table, &by_bucket))
             .await?;
-        lookup::decode_rows(table, rows).map_err(context)
+        lookup::decode_rows(table, rows)
+            .map(LookedUp::Rows)
+            .map_err(context)
     }
 
     async fn lake_location(&self, table: &FlussTable) -> Result<LakeLocation> {
