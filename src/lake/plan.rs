@@ -118,6 +118,11 @@ pub struct LakeSplit {
 }
 
 impl LakePlan {
+    /// The data files of every split.
+    pub fn file_count(&self) -> usize {
+        self.splits.iter().map(|s| s.files.len()).sum()
+    }
+
     /// How the plan's plain parquet files map their columns: one mapping per plan
     /// (a snapshot is read under one schema), `ByName` when there are none.
     pub fn parquet_mapping(&self) -> crate::error::Result<ColumnMapping> {

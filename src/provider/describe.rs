@@ -163,6 +163,17 @@ pub fn log_counters(metrics: &ExecutionPlanMetricsSet, partition: usize) -> LogR
     }
 }
 
+/// Counts, as the metric `lake_files_pruned`, the files of a lake snapshot a scan's
+/// plan never opens (pruned by the lake's planning, partitions and buckets). Known
+/// when the scan is planned, it shows in EXPLAIN ANALYZE beside the read's metrics.
+pub fn lake_files_pruned(metrics: &ExecutionPlanMetricsSet, files: usize) {
+    if files > 0 {
+        MetricBuilder::new(metrics)
+            .counter("lake_files_pruned", 0)
+            .add(files);
+    }
+}
+
 /// The `ExecutionPlan` methods every scan leaf here implements the same way: no
 /// children, cached properties in `self.properties`. Leaves holding no expression
 /// add [`no_expressions`]; the others list theirs, so that a hash join finds the

@@ -94,6 +94,8 @@ pub struct FlussLogScanExec {
     metrics: ExecutionPlanMetricsSet,
     /// How many partitions the scan reads and pruned (partitioned tables).
     partitions: Option<PartitionsRead>,
+    /// Files of the lake snapshot the plan never opens (a metric).
+    lake_files_pruned: usize,
 }
 
 impl FlussLogScanExec {
@@ -130,7 +132,16 @@ impl FlussLogScanExec {
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
             partitions: None,
+            lake_files_pruned: 0,
         }
+    }
+
+    /// The same scan, counting in its metrics (`lake_files_pruned`) the files of the
+    /// lake snapshot its plan never opens.
+    pub fn with_lake_files_pruned(mut self, files: usize) -> Self {
+        super::describe::lake_files_pruned(&self.metrics, files);
+        self.lake_files_pruned = files;
+        self
     }
 
     /// The same scan, showing in EXPLAIN how many partitions it reads and pruned.
@@ -290,7 +301,9 @@ impl ExecutionPlan for FlussLogScanExec {
             properties: self.properties.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
             partitions: self.partitions,
-        };
+            lake_files_pruned: 0,
+        }
+        .with_lake_files_pruned(self.lake_files_pruned);
         Ok(kept.with_updated_node(Arc::new(updated)))
     }
 

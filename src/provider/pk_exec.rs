@@ -256,6 +256,13 @@ pub struct FlussPrimaryKeyScanExec {
 }
 
 impl FlussPrimaryKeyScanExec {
+    /// The same scan, counting in its metrics (`lake_files_pruned`) the files of the
+    /// lake snapshot its plan never opens.
+    pub fn with_lake_files_pruned(self, files: usize) -> Self {
+        super::describe::lake_files_pruned(&self.metrics, files);
+        self
+    }
+
     /// The same scan, showing in EXPLAIN how many partitions it reads and pruned.
     pub fn with_partitions(mut self, partitions: Option<PartitionsRead>) -> Self {
         self.partitions = partitions;

@@ -102,6 +102,9 @@ pub struct FlussTableProvider {
 struct LakeScan {
     lake: Arc<dyn LakeTable>,
     plan: LakePlan,
+    /// Files of the snapshot the plan never opens: pruned by the lake's planning
+    /// (partitions, manifest statistics), the partition filters and the buckets.
+    files_pruned: usize,
 }
 
 /// What the scan nodes report: as statistics, the lake files' footers and column
@@ -264,10 +267,23 @@ impl FlussTableProvider {
         let fluss = self.table.schemas.latest()?.arrow.clone();
         let (lake, mut plan) =
             crate::lake::plan_snapshot(&location, &self.table, &fluss, &request).await?;
+        // the snapshot's files, from its unfiltered plan (cached for the next scans)
+        let files_in_snapshot = if request.filter.is_some() {
+            let everything = LakeScanRequest {
+                filter: None,
+                ..request
+            };
+            let (_, all) =
+                crate::lake::plan_snapshot(&location, &self.table, &fluss, &everything).await?;
+            all.file_count()
+        } else {
+            plan.file_count()
+        };
         plan.splits.retain(|s| {
             s.partition_name.as_deref().is_none_or(keep_partition)
                 && (s.bucket < 0 || buckets.is_none_or(|b| b.contains(&s.bucket)))
         });
+        let files_pruned = files_in_snapshot.saturating_sub(plan.file_count());
         for split in &plan.splits {
             for file in &split.files {
                 check_file_exists(&file.path).map_err(|e| {
@@ -276,7 +292,11 @@ impl FlussTableProvider {
                 })?;
             }
         }
-        Ok(Some(LakeScan { lake, plan }))
+        Ok(Some(LakeScan {
+            lake,
+            plan,
+            files_pruned,
+        }))
     }
 
     /// The statistics of the plan's lake files from their footers (those DataFusion's
@@ -377,10 +397,11 @@ impl FlussTableProvider {
         statistics: ScanStatistics,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let predicate = self.physical_predicate(state, &filters.log());
+        let lake_files_pruned = lake.as_ref().map_or(0, |l| l.files_pruned);
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         let mut parquet_input = None;
         let snapshot_id = cut.snapshot_id();
-        if let Some(LakeScan { lake, plan }) = &lake {
+        if let Some(LakeScan { lake, plan, .. }) = &lake {
             if plan.splits.iter().any(|s| s.keyed_runs().is_some()) {
                 // only primary-key tables have runs to merge: never drop them silently
                 return Err(Error::internal("a log table's lake plan has keyed runs")
@@ -429,8 +450,13 @@ impl FlussTableProvider {
                 .filter(|b| !b.range.is_empty())
                 .collect();
             // a partitioned table's scan keeps its node (empty when every partition
-            // read is in the lake) to say in EXPLAIN what it read and pruned
-            if !buckets.is_empty() || inputs.is_empty() || statistics.partitions.is_some() {
+            // read is in the lake) to say in EXPLAIN what it read and pruned, and
+            // any scan keeps it to count the lake files it never opens
+            if !buckets.is_empty()
+                || inputs.is_empty()
+                || statistics.partitions.is_some()
+                || lake_files_pruned > 0
+            {
                 inputs.push(Arc::new(
                     FlussLogScanExec::new(
                         self.source.clone(),
@@ -445,7 +471,8 @@ impl FlussTableProvider {
                         limit,
                         statistics.estimates.clone(),
                     )
-                    .with_partitions(statistics.partitions),
+                    .with_partitions(statistics.partitions)
+                    .with_lake_files_pruned(lake_files_pruned),
                 ));
             }
         }
@@ -751,7 +778,8 @@ impl FlussTableProvider {
             limit,
             filters.describe(),
         )?
-        .with_partitions(statistics.partitions);
+        .with_partitions(statistics.partitions)
+        .with_lake_files_pruned(lake.as_ref().map_or(0, |l| l.files_pruned));
         if let Some(lookup) = self.lookup_plan(state, Some(&projected), filters) {
             exec = exec.with_join_lookup(lookup);
         }
