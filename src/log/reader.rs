@@ -256,3 +256,70 @@ pub async fn bucket_offsets(storage: &Storage, bucket_dir: &str) -> Result<(i64,
     }
     Ok((earliest, end))
 }
+
+/// The rows of `range` of a log table's bucket, counted from its batches' headers:
+/// each batch's CRC is checked and the batches must continue each other's offsets
+/// from the one holding `range.start` to `range.stop`, as a read checks them, but no
+/// batch is decoded. `None` when a batch's record count is not one per offset (a
+/// primary-key changelog, an empty batch): then only a read can count.
+pub async fn count_log_rows(
+    storage: &Storage,
+    bucket_dir: &str,
+    range: LogRange,
+) -> Result<Option<u64>> {
+    if range.is_empty() {
+        return Ok(Some(0));
+    }
+    let segments = list_segments(storage, bucket_dir).await?;
+    let first = segments
+        .iter()
+        .rposition(|s| s.base_offset <= range.start)
+        .unwrap_or(0);
+    let mut position = range.start;
+    let mut started = false;
+    let mut rows = 0u64;
+    for (i, segment) in segments.iter().enumerate().skip(first) {
+        if position >= range.stop || segment.base_offset >= range.stop {
+            break;
+        }
+        let is_last = i + 1 == segments.len();
+        let contents = read_segment_range(storage, segment, is_last, position, range.stop).await?;
+        let context = |e: Error| {
+            e.with_context("dir", bucket_dir)
+                .with_context("file", &segment.path)
+        };
+        for batch in &contents.batches {
+            if batch.next_offset() <= position || batch.base_offset() >= range.stop {
+                continue;
+            }
+            let contiguous = if started {
+                batch.base_offset() == position
+            } else {
+                batch.base_offset() <= position
+            };
+            if !contiguous {
+                return Err(context(Error::data_invalid(format!(
+                    "the log skips from offset {position} to a batch at {}: offsets are missing",
+                    batch.base_offset()
+                ))));
+            }
+            batch.verify_crc().map_err(context)?;
+            if i64::from(batch.record_count()) != i64::from(batch.last_offset_delta()) + 1 {
+                return Ok(None);
+            }
+            let from = batch.base_offset().max(range.start);
+            let to = batch.next_offset().min(range.stop);
+            rows += u64::try_from(to - from).unwrap_or_default();
+            started = true;
+            position = batch.next_offset();
+        }
+    }
+    if position < range.stop {
+        return Err(Error::data_invalid(format!(
+            "log ends at offset {position} but the read range stops at {}",
+            range.stop
+        ))
+        .with_context("dir", bucket_dir));
+    }
+    Ok(Some(rows))
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
@@ -96,6 +97,9 @@ pub struct FlussLogScanExec {
     partitions: Option<PartitionsRead>,
     /// Files of the lake snapshot the plan never opens (a metric).
     lake_files_pruned: usize,
+    /// Whether every offset of the ranges is known to hold one row (counted from
+    /// validated batch headers), making the row count exact.
+    exact_rows: bool,
 }
 
 impl FlussLogScanExec {
@@ -133,6 +137,7 @@ impl FlussLogScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
             partitions: None,
             lake_files_pruned: 0,
+            exact_rows: false,
         }
     }
 
@@ -141,6 +146,14 @@ impl FlussLogScanExec {
     pub fn with_lake_files_pruned(mut self, files: usize) -> Self {
         super::describe::lake_files_pruned(&self.metrics, files);
         self.lake_files_pruned = files;
+        self
+    }
+
+    /// The same scan, its row count exact when `exact` (every offset of its ranges
+    /// counted as one row from validated batch headers: `count(*)` is then answered
+    /// from its statistics).
+    pub fn with_exact_rows(mut self, exact: bool) -> Self {
+        self.exact_rows = exact;
         self
     }
 
@@ -302,6 +315,7 @@ impl ExecutionPlan for FlussLogScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
             partitions: self.partitions,
             lake_files_pruned: 0,
+            exact_rows: self.exact_rows,
         }
         .with_lake_files_pruned(self.lake_files_pruned);
         Ok(kept.with_updated_node(Arc::new(updated)))
@@ -313,17 +327,19 @@ impl ExecutionPlan for FlussLogScanExec {
             Some(p) => self.groups.get(p).map_or(0, |g| g.iter().map(span).sum()),
             None => self.buckets().map(span).sum(),
         };
-        // Inexact: offsets count batches nobody has read yet (empty batches take an
-        // offset, and a damaged log must fail the read, not be answered from here);
-        // the columns are estimated from the lake's.
+        // Inexact unless validated: offsets count batches nobody has read yet (empty
+        // batches take an offset, and a damaged log must fail the read, not be
+        // answered from here); the columns are estimated from the lake's.
         let rows = match self.limit {
             Some(l) => rows.min(l),
             None => rows,
         };
-        Ok(Arc::new(self.estimates.for_rows(
-            rows,
-            self.projection.as_deref(),
-            false,
-        )))
+        let mut stats = self
+            .estimates
+            .for_rows(rows, self.projection.as_deref(), false);
+        if self.exact_rows {
+            stats.num_rows = Precision::Exact(rows);
+        }
+        Ok(Arc::new(stats))
     }
 }

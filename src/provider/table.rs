@@ -67,7 +67,7 @@ use crate::lake::{
 use crate::source::{FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
 use crate::union::lake_keys::LakeFileId;
-use crate::union::{CommitTimes, CutLake, LakeKeyCache, TailCache, UnionCut, plan_cut};
+use crate::union::{BucketCut, CommitTimes, CutLake, LakeKeyCache, TailCache, UnionCut, plan_cut};
 
 /// Which side(s) of a table a provider reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,6 +449,16 @@ impl FlussTableProvider {
                 .into_iter()
                 .filter(|b| !b.range.is_empty())
                 .collect();
+            // `count(*)`: rows counted from the log's validated batch headers make the
+            // scan's row count exact, so DataFusion answers it without reading
+            let exact_rows = projection.as_ref().is_some_and(Vec::is_empty)
+                && filters.all_exact()
+                && self.count_log_rows(&buckets).await?.is_some_and(|counts| {
+                    counts
+                        .iter()
+                        .zip(&buckets)
+                        .all(|(rows, b)| *rows == b.range.offsets())
+                });
             // a partitioned table's scan keeps its node (empty when every partition
             // read is in the lake) to say in EXPLAIN what it read and pruned, and
             // any scan keeps it to count the lake files it never opens
@@ -472,7 +482,8 @@ impl FlussTableProvider {
                         statistics.estimates.clone(),
                     )
                     .with_partitions(statistics.partitions)
-                    .with_lake_files_pruned(lake_files_pruned),
+                    .with_lake_files_pruned(lake_files_pruned)
+                    .with_exact_rows(exact_rows),
                 ));
             }
         }
@@ -545,6 +556,17 @@ impl FlussTableProvider {
             projection,
             filters.describe(),
         ))
+    }
+
+    /// The rows of the buckets' ranges, counted by the source from validated
+    /// metadata without reading them (`None` where it cannot count one of them).
+    async fn count_log_rows(&self, buckets: &[BucketCut]) -> Result<Option<Vec<u64>>> {
+        let counts = buckets.iter().map(|b| {
+            self.source
+                .count_log_rows(&self.table, &b.location, b.range)
+        });
+        let counts = futures::future::try_join_all(counts).await?;
+        Ok(counts.into_iter().collect())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1112,7 +1134,18 @@ impl FlussTableProvider {
             Some(p) => Arc::new(self.schema.project(p)?),
             None => self.schema.clone(),
         };
-        let mut statistics = self.scan_statistics(state, lake.as_ref()).await?;
+        // a read of no column (`count(*)`) needs no footers: the lake's manifests
+        // count the rows of files read as they are
+        let counts_only = projection.as_ref().is_some_and(Vec::is_empty);
+        let mut statistics = if counts_only {
+            ScanStatistics {
+                files: FileStatistics::new(),
+                estimates: ColumnEstimates::without_lake(self.schema.clone()),
+                partitions: None,
+            }
+        } else {
+            self.scan_statistics(state, lake.as_ref()).await?
+        };
         statistics.partitions = pruner.partitions_read();
         statistics.estimates = statistics
             .estimates

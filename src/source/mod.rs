@@ -199,6 +199,20 @@ pub trait FlussSource: Debug + Send + Sync {
         options: LogReadOptions,
     ) -> Result<BoxStream<'static, Result<ChangelogBatch>>>;
 
+    /// The rows of `range` of a log table's bucket, counted without decoding them
+    /// from metadata the source has validated (batch headers whose offsets continue
+    /// each other, CRCs checked), so that `count(*)` can be answered from it. `None`
+    /// when the source cannot count them short of reading them as a scan does. A log
+    /// that is damaged or misses offsets is an error, as its read would be.
+    async fn count_log_rows(
+        &self,
+        _table: &FlussTable,
+        _bucket: &BucketLocation,
+        _range: LogRange,
+    ) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// Where the table's lake lives: format, warehouse and the options to read it
     /// (a LocalStore resolves relative warehouses against its root; a cluster source
     /// reads `table.datalake.<format>.*` and adds its own storage options).

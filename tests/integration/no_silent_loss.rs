@@ -158,6 +158,40 @@ async fn the_fixture_reads_120_rows() {
     assert_eq!(f.segments(0).len(), 3);
 }
 
+/// `count(*)` of a log table is answered from metadata (the lake's manifests and the
+/// tail's batch headers, validated), not by reading; a tail batch whose bytes are
+/// damaged makes it an error, as a read is, never a count from offsets.
+#[tokio::test]
+async fn count_star_from_metadata_is_exact_and_fails_on_a_damaged_tail() {
+    let f = Fixture::tiered(false).await;
+    let plan = f.sql("EXPLAIN SELECT count(*) FROM t").await;
+    let plan = format!(
+        "{}",
+        datafusion::arrow::util::pretty::pretty_format_batches(&plan).unwrap()
+    );
+    assert!(plan.contains("120 as count(*)"), "{plan}");
+    assert!(!plan.contains("FlussLogScanExec"), "{plan}");
+    // the same count when read (a filter that keeps every row)
+    let read = f.sql("SELECT count(*) FROM t WHERE v <> 'none'").await;
+    assert_eq!(single_i64(&read), 120);
+
+    // one byte of the newest batch of bucket 0 (in the tail) flipped
+    let newest = f.segments(0).pop().unwrap();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let at = bytes.len() - 8;
+    bytes[at] ^= 0xff;
+    std::fs::write(&newest, bytes).unwrap();
+    let e = f.error("SELECT count(*) FROM t").await;
+    assert!(e.contains("CRC-32C mismatch"), "{e}");
+    assert!(e.contains("table: fluss.t"), "{e}");
+    assert!(e.contains("bucket: 0"), "{e}");
+    let file = newest.file_name().unwrap().to_str().unwrap();
+    assert!(
+        e.contains(&format!("file: data/fluss/t-0/log-0/{file}")),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn a_deleted_segment_at_the_tiered_offset_is_an_error_not_fewer_rows() {
     for pk in [false, true] {

@@ -47,7 +47,7 @@ use super::{WriteKind, WriteResult};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::LakeLocation;
 use crate::lake::tiering::TieringResult;
-use crate::log::reader::bucket_offsets;
+use crate::log::reader::{bucket_offsets, count_log_rows};
 use crate::log::schema::SchemaVersion;
 use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
 use crate::storage::{FaultInjector, Storage};
@@ -574,6 +574,23 @@ impl FlussSource for LocalStore {
             options,
         )?;
         Ok(super::bucket_stream(reader, table, bucket.bucket))
+    }
+
+    async fn count_log_rows(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+        range: LogRange,
+    ) -> Result<Option<u64>> {
+        if table.info.has_primary_key() {
+            return Ok(None);
+        }
+        count_log_rows(&self.storage, &self.bucket_dir(table, bucket), range)
+            .await
+            .map_err(|e| {
+                e.with_context("table", table.path.to_string())
+                    .with_context("bucket", bucket.bucket)
+            })
     }
 }
 
