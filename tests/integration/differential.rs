@@ -10,6 +10,8 @@
 //!   values ([`exact_values`]), so every write and update carries them and every read
 //!   must give them back exactly. (The real-Fluss run keeps the first three columns.)
 //! - `lg`: log table with the same columns, 2 buckets (bucket key `id`); model: `Vec`.
+//! - `pl`: a partitioned log table with partitions written, tiered and dropped
+//!   ([`partitions`]).
 //!
 //! After every step the test checks, through SQL, for both tables: all rows, rows with
 //! `n > k` (random k), rows with `id = x` (random x), rows with `v < s` (random s), the
@@ -22,6 +24,9 @@
 //!
 //! Environment: `FLUSS_DIFF_SEED` (default fixed) and `FLUSS_DIFF_STEPS` (steps of the
 //! main run; the compressed, statistics, Iceberg and cluster runs take a third each).
+
+#[path = "differential_partitions.rs"]
+mod partitions;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -853,6 +858,7 @@ async fn run_differential(run: Run) {
         .create_table(&lg, &lg_descriptor, false)
         .await
         .unwrap();
+    let mut pl = partitions::PartitionedLog::create(&store, run.seed, &log_props).await;
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
     let mirror = match run.through_cluster {
         true => Some(Arc::new(
@@ -989,6 +995,13 @@ async fn run_differential(run: Run) {
                 }
             }
         }
+        let pl_op = pl.next_op();
+        if let Some(pl_op) = &pl_op {
+            checker.history.push(pl_op.to_string());
+            if let Err(e) = pl.apply(&store, pl_op).await {
+                fail(e, &checker.history);
+            }
+        }
         if let Some(mirror) = &mirror
             && let Err(e) = mirror.reload().await
         {
@@ -1026,6 +1039,9 @@ async fn run_differential(run: Run) {
             let lake = Model::kv_rows(&model.kv_lake);
             let lake = model.kv_tiered.then_some(lake.as_slice());
             checker.check_table(step, &mut rng, "kv", &rows, lake).await;
+        }
+        if pl_op.is_some() || step % 5 == 0 {
+            pl.check(&mut checker, step).await;
         }
         if !touched_kv || step % 5 == 0 {
             let rows = model.lg.clone();
