@@ -10,6 +10,7 @@ mod damaged;
 mod describe;
 mod field_ids;
 mod filter_estimate;
+mod kv_scan_exec;
 mod lake_exec;
 mod lake_snapshots;
 mod log_between;

@@ -37,8 +37,21 @@ extensions_options! {
         /// created again or altered meanwhile is seen only once that time has passed,
         /// and until then its reads fail naming the table or read it as it was.
         pub metadata_max_age_ms: u64, default = 0
+        /// How a primary-key table's current rows are read where no lake snapshot
+        /// holds them (Fluss's `client.scanner.kv.batch-strategy`, which a
+        /// `/*+ OPTIONS('client.scanner.kv.batch-strategy' = '...') */` hint sets for
+        /// one statement): `snapshot-merge` (the default) folds the changelog onto
+        /// the lake snapshot; `server-scan` asks each bucket's tablet server for its
+        /// current rows (ScanKv, a cluster of Fluss 1.0 or later), bucket by bucket,
+        /// not one atomic snapshot across them. Where the changelog no longer
+        /// reaches back to what the lake holds, a cluster scans the servers anyway.
+        pub kv_batch_strategy: String, default = "snapshot-merge".to_string()
     }
 }
+
+/// Fluss's `client.scanner.kv.batch-strategy` value that reads primary-key tables
+/// by ScanKv.
+pub const SERVER_SCAN: &str = "server-scan";
 
 impl ConfigExtension for FlussOptions {
     const PREFIX: &'static str = "fluss";

@@ -42,6 +42,7 @@ use datafusion::physical_plan::union::UnionExec;
 use datafusion::scalar::ScalarValue;
 
 use super::filter_estimate::FilterEstimateExec;
+use super::kv_scan_exec::{FlussKvScanExec, KvScanReason};
 use super::lake_exec::{
     BucketScanOptions, FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan,
     parquet_scan,
@@ -50,7 +51,7 @@ use super::log_exec::{BatchSkipping, FlussLogScanExec};
 use super::lookup_exec::{
     DeferredScan, FlussKeyLookupExec, KeyLookupPlan, LookupFallback, LookupKeys,
 };
-use super::options::FlussOptions;
+use super::options::{FlussOptions, SERVER_SCAN};
 use super::partition_pruner::{PartitionPruner, PartitionsRead};
 use super::pk_exec::{
     BucketParquetScan, FileKeyScan, FlussPrimaryKeyScanExec, NewerRunScan, PrimaryKeyBucketTask,
@@ -64,7 +65,7 @@ use crate::lake::{
     ColumnMapping, LakeFile, LakeLocation, LakePlan, LakeRead, LakeScanRequest, LakeSplit,
     LakeTable, MergeTask,
 };
-use crate::source::{FlussSource, FlussTable};
+use crate::source::{BucketLocation, FlussSource, FlussTable};
 use crate::union::filters::{KeyColumns, PlacedFilters, combinations, lake_predicate, place};
 use crate::union::lake_keys::LakeFileId;
 use crate::union::{BucketCut, CommitTimes, CutLake, LakeKeyCache, TailCache, UnionCut, plan_cut};
@@ -96,6 +97,9 @@ pub struct FlussTableProvider {
     /// Where the keys of lake files its primary-key scans read are kept between
     /// queries.
     lake_keys: Option<Arc<LakeKeyCache>>,
+    /// Partitions left out of the scan: those a `server-scan` reads from the tablet
+    /// servers, when the rest (partitions only the lake has) is read as usual.
+    skip_partitions: Option<Arc<HashSet<String>>>,
 }
 
 /// The lake side of a scan: the lake table and its plan of the cut's snapshot.
@@ -130,6 +134,7 @@ impl FlussTableProvider {
             as_of: None,
             tail_cache: None,
             lake_keys: None,
+            skip_partitions: None,
         })
     }
 
@@ -556,6 +561,120 @@ impl FlussTableProvider {
             projection,
             filters.describe(),
         ))
+    }
+
+    /// Why the current rows of this primary-key table must be asked of the tablet
+    /// servers (`server-scan`), if they must: the session asks for it, or a bucket's
+    /// changelog starts after what the lake holds of it (retention removed the
+    /// rest), so folding it would lose keys. The latter is an error where the source
+    /// cannot scan its servers.
+    fn kv_scan_reason(&self, state: &dyn Session, cut: &UnionCut) -> Result<Option<KvScanReason>> {
+        if self.mode != ReadMode::Union
+            || self.as_of.is_some()
+            || self.skip_partitions.is_some()
+            || !self.table.info.has_primary_key()
+        {
+            return Ok(None);
+        }
+        let strategy = fluss_options(state).kv_batch_strategy;
+        let asked = match strategy.as_str() {
+            SERVER_SCAN => true,
+            "snapshot-merge" => false,
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "unknown client.scanner.kv.batch-strategy '{other}' (snapshot-merge or \
+                     server-scan)"
+                )));
+            }
+        };
+        let expired = cut.buckets.iter().find(|b| {
+            let tiered = cut
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.offsets.get(b.location.partition_id(), b.location.bucket));
+            tiered.is_none() && b.range.start > 0
+        });
+        let reason = match (asked, expired) {
+            (true, _) => KvScanReason::Asked,
+            (false, Some(_)) => KvScanReason::ChangelogExpired,
+            (false, None) => return Ok(None),
+        };
+        if self.source.serves_kv_scans(&self.table) {
+            return Ok(Some(reason));
+        }
+        let e = match expired {
+            Some(b) if !asked => Error::data_invalid(format!(
+                "the changelog starts at offset {}: offsets [0, {}) were removed and no lake \
+                 snapshot holds them, so the current rows of keys written there are only in \
+                 the tablet servers' key-value state, which {} cannot scan",
+                b.range.start,
+                b.range.start,
+                self.source.name()
+            ))
+            .with_context("missing_offsets", format!("[0, {})", b.range.start))
+            .with_context("bucket", b.location.bucket),
+            _ => Error::unsupported(format!(
+                "client.scanner.kv.batch-strategy = server-scan reads a cluster's tablet \
+                 servers; {} has none",
+                self.source.name()
+            )),
+        };
+        Err(e.with_context("table", self.table.path.to_string()))
+    }
+
+    /// Whether this scan may read the tablet servers' current rows (ScanKv) instead
+    /// of folding the changelog: the table as it is now, with a primary key, from a
+    /// source that scans its servers.
+    fn may_scan_kv(&self) -> bool {
+        self.mode == ReadMode::Union
+            && self.as_of.is_none()
+            && self.skip_partitions.is_none()
+            && self.table.info.has_primary_key()
+            && self.source.serves_kv_scans(&self.table)
+    }
+
+    /// The current rows of the cut's buckets by ScanKv, and, beside them, the
+    /// partitions only the lake still has, read from the lake as usual.
+    async fn scan_kv_of_cut(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        placed: &PlacedFilters,
+        cut: &UnionCut,
+        reason: KvScanReason,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let fluss = match self.table.info.is_partitioned() {
+            true => self.source.list_partitions(&self.table).await?,
+            false => Vec::new(),
+        };
+        let buckets: Vec<BucketLocation> = cut.buckets.iter().map(|b| b.location.clone()).collect();
+        let projection: Vec<usize> = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let servers: Arc<dyn ExecutionPlan> = Arc::new(FlussKvScanExec::new(
+            self.source.clone(),
+            self.table.clone(),
+            buckets,
+            state.config().target_partitions(),
+            self.schema.clone(),
+            self.physical_predicate(state, &placed.all()),
+            projection.clone(),
+            placed.describe(),
+            reason,
+        )?);
+        if !self.table.info.is_partitioned() || self.table.lake_format().is_none() {
+            return Ok(servers);
+        }
+        let lake_only = Self {
+            skip_partitions: Some(Arc::new(
+                fluss.iter().map(|p| p.get_partition_name()).collect(),
+            )),
+            ..self.clone()
+        };
+        let lake =
+            Box::pin(lake_only.scan_reading(state, Some(&projection), filters, None)).await?;
+        UnionExec::try_new(vec![servers, lake])
     }
 
     /// The rows of the buckets' ranges, counted by the source from validated
@@ -1087,7 +1206,9 @@ impl FlussTableProvider {
         // LIMIT is pushed only when every filter is exact (docs/DESIGN.md pushdown contract).
         let limit = if placed.all_exact() { limit } else { None };
         let pruner = self.partition_pruner(state, &placed)?;
-        let keep_partition = |name: &str| pruner.keep(name);
+        let skip = self.skip_partitions.clone();
+        let keep_partition =
+            |name: &str| pruner.keep(name) && skip.as_ref().is_none_or(|s| !s.contains(name));
         // Equality on every bucket key selects the buckets those keys hash to.
         let buckets = self.buckets_for_filters(&placed)?;
         let source = self.source.as_ref();
@@ -1107,7 +1228,7 @@ impl FlussTableProvider {
                 .into());
             }
         };
-        let cut = plan_cut(
+        let cut = match plan_cut(
             source,
             &self.table,
             &keep_partition,
@@ -1116,7 +1237,39 @@ impl FlussTableProvider {
             self.mode != ReadMode::LakeOnly,
             times,
         )
-        .await?;
+        .await
+        {
+            // retention removed offsets the lake never got: only the tablet servers'
+            // key-value state still knows the keys written there
+            Err(e) if e.context_value("missing_offsets").is_some() && self.may_scan_kv() => {
+                let cut = plan_cut(
+                    source,
+                    &self.table,
+                    &keep_partition,
+                    buckets.as_ref(),
+                    CutLake::Skip,
+                    true,
+                    times,
+                )
+                .await?;
+                return self
+                    .scan_kv_of_cut(
+                        state,
+                        projection,
+                        filters,
+                        &placed,
+                        &cut,
+                        KvScanReason::ChangelogExpired,
+                    )
+                    .await;
+            }
+            cut => cut?,
+        };
+        if let Some(reason) = self.kv_scan_reason(state, &cut)? {
+            return self
+                .scan_kv_of_cut(state, projection, filters, &placed, &cut, reason)
+                .await;
+        }
         // `t$log`: the ranges start where the lake snapshot ends, but it is not read
         let cut = match self.mode {
             ReadMode::LogOnly => UnionCut {

@@ -253,6 +253,28 @@ pub trait FlussSource: Debug + Send + Sync {
         None
     }
 
+    /// Whether [`FlussSource::scan_kv`] answers for `table`: a primary-key table on
+    /// a cluster, whose tablet servers scan their key-value state (ScanKv).
+    fn serves_kv_scans(&self, _table: &FlussTable) -> bool {
+        false
+    }
+
+    /// The current rows of one bucket of a primary-key table as its tablet server
+    /// holds them when scanned (ScanKv: Fluss's `server-scan`), in the table's latest
+    /// schema's Arrow layout. Each bucket is scanned at its own moment: the buckets
+    /// are not one atomic snapshot.
+    async fn scan_kv(
+        &self,
+        table: &FlussTable,
+        _bucket: &BucketLocation,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        Err(Error::new(
+            ErrorKind::FeatureUnsupported,
+            format!("{} does not scan key-value state", self.name()),
+        )
+        .with_context("table", table.path.to_string()))
+    }
+
     /// Whether [`FlussSource::lookup_keys`] answers for `table`: the source keeps
     /// each key's current row where it can be read by key (a cluster's tablet
     /// servers) and can encode the table's keys as it does.

@@ -479,7 +479,10 @@ impl FlussSession {
                         "the {kind} lasts for this session only: it is not stored in the Fluss catalog"
                     ));
                 }
-                let hints = parse::hints(&sql);
+                let hints: Vec<String> = parse::hints(&sql)
+                    .into_iter()
+                    .filter(|h| applied_hint_options(h).is_empty())
+                    .collect();
                 if !hints.is_empty() {
                     result.notice = Some(format!(
                         "hints are not applied: /*+ {} */ (every read here is the union of \
@@ -548,11 +551,23 @@ impl FlussSession {
     /// it, instead of answering as if the catalog were empty.
     pub async fn query(&self, sql: &str) -> Result<StatementResult> {
         // `SessionContext::sql`, with the statement's Fluss tables fetched together
-        let state = self.ctx.state();
+        let mut state = self.ctx.state();
+        // the Fluss client options a statement's hints set, for it alone
+        let mut hinted = false;
+        for hint in parse::hints(sql) {
+            for (key, value) in applied_hint_options(&hint) {
+                hinted = true;
+                state
+                    .config_mut()
+                    .options_mut()
+                    .set(key, &value)
+                    .map_err(from_datafusion)?;
+            }
+        }
         let statement = dialect::parse_statement(&state, sql).map_err(from_datafusion)?;
         let statement = explicit_casts::keep_explicit_casts(update_from::as_merge(statement));
         let tables = self.fluss_tables_of(&state, &statement)?;
-        let run = || self.plan_and_collect(&state, statement.clone());
+        let run = || self.plan_and_collect(&state, statement.clone(), hinted);
         let outcome = if statement::reads_only(&statement) {
             let max_age = state
                 .config()
@@ -691,6 +706,7 @@ impl FlussSession {
         &self,
         state: &datafusion::execution::SessionState,
         statement: datafusion::sql::parser::Statement,
+        hinted: bool,
     ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         // an error of an earlier listing is not this statement's
         self.catalog.take_listing_error();
@@ -698,11 +714,21 @@ impl FlussSession {
             .statement_to_plan(statement)
             .await
             .map_err(from_datafusion)?;
-        let df = self
-            .ctx
-            .execute_logical_plan(plan)
-            .await
-            .map_err(from_datafusion)?;
+        // a statement whose hints set options runs on its own state; DDL and SET
+        // change the session, so they always go through it
+        let own_state = !matches!(
+            plan,
+            datafusion::logical_expr::LogicalPlan::Ddl(_)
+                | datafusion::logical_expr::LogicalPlan::Statement(_)
+        ) && hinted;
+        let df = if own_state {
+            datafusion::dataframe::DataFrame::new(state.clone(), plan)
+        } else {
+            self.ctx
+                .execute_logical_plan(plan)
+                .await
+                .map_err(from_datafusion)?
+        };
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let batches = df.collect().await.map_err(from_datafusion)?;
         if let Some(e) = self.catalog.take_listing_error() {
@@ -798,4 +824,17 @@ async fn flink_setting(session: &FlussSession, key: &str, value: &str) -> Result
     let mut result = StatementResult::empty();
     result.notice = Some(notice);
     Ok(result)
+}
+
+/// The session options (`fluss.<name>`, value) a hint's `OPTIONS(...)` sets: Fluss's
+/// client options this crate applies to one statement
+/// (`client.scanner.kv.batch-strategy`). Other options are not applied.
+fn applied_hint_options(hint: &str) -> Vec<(&'static str, String)> {
+    parse::hint_options(hint)
+        .into_iter()
+        .filter_map(|(key, value)| {
+            (key == "client.scanner.kv.batch-strategy")
+                .then_some(("fluss.kv_batch_strategy", value))
+        })
+        .collect()
 }

@@ -161,6 +161,33 @@ pub fn hints(sql: &str) -> Vec<String> {
         .collect()
 }
 
+/// The `'key' = 'value'` pairs of a hint's `OPTIONS(...)` (as [`hints`] returns
+/// it, Flink's dynamic table options); empty for any other hint.
+pub fn hint_options(hint: &str) -> Vec<(String, String)> {
+    let tokens: Vec<Token> = tokenize(hint)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    let is_options = matches!(tokens.first(), Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("options"))
+        && matches!(tokens.get(1), Some(Token::LParen))
+        && matches!(tokens.last(), Some(Token::RParen));
+    if !is_options {
+        return Vec::new();
+    }
+    tokens[2..tokens.len() - 1]
+        .split(|t| matches!(t, Token::Comma))
+        .filter_map(|pair| match pair {
+            [
+                Token::SingleQuotedString(k),
+                Token::Eq,
+                Token::SingleQuotedString(v),
+            ] => Some((k.clone(), v.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Unescapes the body of a single-quoted SQL string (`''` is one quote).
 pub fn unescape_string(raw: &str) -> String {
     raw.replace("''", "'")
@@ -412,5 +439,25 @@ mod tests {
         );
         let deep = format!("SELECT {}", vec!["1"; 10_001].join("+"));
         assert_eq!(expression_depth(&deep).unwrap(), 10_000);
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    #[test]
+    fn hint_options_of_flink_hints() {
+        let sql =
+            "SELECT /*+ OPTIONS('client.scanner.kv.batch-strategy' = 'server-scan') */ * FROM t";
+        let hints = super::hints(sql);
+        assert_eq!(hints.len(), 1, "{hints:?}");
+        assert_eq!(
+            super::hint_options(&hints[0]),
+            vec![(
+                "client.scanner.kv.batch-strategy".to_string(),
+                "server-scan".to_string()
+            )],
+            "{hints:?}"
+        );
+        assert!(super::hint_options("BROADCAST(t)").is_empty());
     }
 }

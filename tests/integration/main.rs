@@ -22,5 +22,6 @@ mod object_storage;
 mod pypaimon_interop;
 mod real_fluss;
 mod schema_evolution;
+mod server_scan;
 mod time_travel;
 mod union_read;

@@ -73,6 +73,8 @@ pub mod api_key {
     pub const GET_LAKE_SNAPSHOT: i16 = 1032;
     /// `AUTHENTICATE`.
     pub const AUTHENTICATE: i16 = 1038;
+    /// `SCAN_KV` (Fluss 1.0).
+    pub const SCAN_KV: i16 = 1061;
 
     /// Every API key answered, with its `(min, max)` version.
     pub const SUPPORTED: &[(i16, i16, i16)] = &[
@@ -97,6 +99,7 @@ pub mod api_key {
         (INIT_WRITER, 0, 0),
         (GET_LAKE_SNAPSHOT, 0, 0),
         (AUTHENTICATE, 0, 0),
+        (SCAN_KV, 0, 0),
     ];
 }
 

@@ -40,17 +40,24 @@ pub fn bucket_kv(
     // A tablet server's KV store holds every key ever written, however much of the
     // log it has moved to remote storage or deleted: replay the remote segments,
     // then the local log.
-    if log.log_start_offset() != 0 {
+    if log.log_start_offset() != 0 && log.expired().is_none() {
         return Err(format!(
             "the test server answers lookups only for buckets whose log starts at \
              offset 0 (this one starts at {})",
             log.log_start_offset()
         ));
     }
-    let mut changelog: Vec<Bytes> = log
-        .remote()
-        .map(|r| r.segments.iter().map(|s| s.bytes.clone()).collect())
-        .unwrap_or_default();
+    let mut changelog: Vec<Bytes> = log.expired().cloned().into_iter().collect();
+    changelog.extend(
+        log.remote()
+            .map(|r| {
+                r.segments
+                    .iter()
+                    .map(|s| s.bytes.clone())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default(),
+    );
     changelog.push(log.records().clone());
     let info = table_info(database, name, table)?;
     let config = info.get_table_config();

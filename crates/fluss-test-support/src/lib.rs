@@ -41,6 +41,7 @@ pub mod faults;
 mod filter;
 pub mod frame;
 pub mod kv;
+mod kv_scan;
 pub mod kv_write;
 pub mod local_store;
 pub mod log;

@@ -113,6 +113,9 @@ pub struct ServedLog {
     log_start_offset: i64,
     high_watermark: i64,
     remote: Option<Arc<RemoteLog>>,
+    /// Batches retention deleted ([`ServedLog::expired_before`]): no longer served,
+    /// but what the bucket's key-value state was built from.
+    expired: Option<Bytes>,
 }
 
 /// The part of a bucket's log a tablet server has copied to remote storage
@@ -207,6 +210,7 @@ impl ServedLog {
             log_start_offset,
             high_watermark,
             remote: None,
+            expired: None,
         })
     }
 
@@ -280,6 +284,7 @@ impl ServedLog {
             log_start_offset: offset,
             high_watermark: offset,
             remote: None,
+            expired: None,
         }
     }
 
@@ -309,6 +314,7 @@ impl ServedLog {
             batches,
             log_start_offset: self.log_start_offset,
             remote: self.remote.clone(),
+            expired: self.expired.clone(),
         })
     }
 
@@ -375,7 +381,57 @@ impl ServedLog {
                 tablet_dir: tablet_dir.to_string(),
                 segments: remote,
             })),
+            expired: self.expired.clone(),
         })
+    }
+
+    /// The same log after retention deleted the batches below `offset` (which must be
+    /// a batch boundary of a log without a remote part): the log then starts at
+    /// `offset`. A tablet server's key-value state still holds every key written, so
+    /// the deleted batches are kept for [`ServedLog::expired`] only.
+    pub fn expired_before(&self, offset: i64) -> Result<Self, LogError> {
+        if self.remote.is_some() {
+            return Err(LogError("expiring a log with a remote part".into()));
+        }
+        let cut = self.batches.partition_point(|b| b.last_offset < offset);
+        if self
+            .batches
+            .get(cut)
+            .is_some_and(|b| b.base_offset != offset)
+            || (cut == self.batches.len() && offset != self.high_watermark)
+        {
+            return Err(LogError(format!("offset {offset} is not a batch boundary")));
+        }
+        let start = self
+            .batches
+            .get(cut)
+            .map_or(self.records.len(), |b| b.position);
+        let kept: Vec<BatchInfo> = self.batches[cut..]
+            .iter()
+            .map(|b| BatchInfo {
+                position: b.position - start,
+                ..*b
+            })
+            .collect();
+        let mut expired = self
+            .expired
+            .as_ref()
+            .map(|e| e.to_vec())
+            .unwrap_or_default();
+        expired.extend_from_slice(&self.records[..start]);
+        Ok(Self {
+            records: self.records.slice(start..),
+            batches: kept.into(),
+            log_start_offset: offset,
+            high_watermark: self.high_watermark,
+            remote: None,
+            expired: Some(Bytes::from(expired)),
+        })
+    }
+
+    /// The batches retention deleted ([`ServedLog::expired_before`]), when it did.
+    pub fn expired(&self) -> Option<&Bytes> {
+        self.expired.as_ref()
     }
 
     /// The remote part of the log, if some of it was tiered.

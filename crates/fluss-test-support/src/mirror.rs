@@ -33,12 +33,30 @@ use crate::server::{ServerConfig, TestServer};
 #[derive(Debug, Default)]
 pub struct LiveCluster {
     snapshot: RwLock<MemoryCluster>,
+    /// Log retention to apply: the served log of `(table, bucket)` of a table that is
+    /// not partitioned starts at the offset (its key-value state still holds all).
+    retention: std::sync::Mutex<Vec<(TablePath, i32, i64)>>,
 }
 
 impl LiveCluster {
     /// Loads `store` again and serves that from now on.
     pub async fn reload(&self, store: &LocalStore) -> Result<()> {
-        let fresh = load_local_store(store).await?;
+        let mut fresh = load_local_store(store).await?;
+        let retention = match self.retention.lock() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        for (path, bucket, before) in retention {
+            let Some(table) = fresh.table(path.database(), path.table()) else {
+                continue;
+            };
+            if let Some(log) = fresh.log(table.table_id, None, bucket) {
+                let expired = log
+                    .expired_before(before)
+                    .map_err(|e| Error::invalid_input(e.to_string()))?;
+                fresh.add_log(table.table_id, None, bucket, expired);
+            }
+        }
         match self.snapshot.write() {
             Ok(mut s) => *s = fresh,
             Err(poisoned) => *poisoned.into_inner() = fresh,
@@ -125,6 +143,18 @@ impl MirroredSource {
     /// source, e.g. straight into the store).
     pub async fn reload(&self) -> Result<()> {
         self.live.reload(&self.store).await
+    }
+
+    /// Serves bucket `bucket` of `path` (a table that is not partitioned) as if log
+    /// retention had deleted its batches below `before` (a batch boundary): FetchLog
+    /// and ListOffsets see the log start there, while the bucket's key-value state
+    /// (Lookup, ScanKv) still holds every key, as a tablet server's RocksDB does.
+    pub async fn expire_log(&self, path: &TablePath, bucket: i32, before: i64) -> Result<()> {
+        match self.live.retention.lock() {
+            Ok(mut r) => r.push((path.clone(), bucket, before)),
+            Err(poisoned) => poisoned.into_inner().push((path.clone(), bucket, before)),
+        }
+        self.reload().await
     }
 
     /// `result` of a write to the store, once the cluster serves what it wrote.
@@ -228,6 +258,18 @@ impl FlussSource for MirroredSource {
 
     async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<LookedUp> {
         self.cluster.lookup_keys(table, keys).await
+    }
+
+    fn serves_kv_scans(&self, table: &FlussTable) -> bool {
+        self.cluster.serves_kv_scans(table)
+    }
+
+    async fn scan_kv(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        self.cluster.scan_kv(table, bucket).await
     }
 }
 

@@ -23,7 +23,7 @@ pub use fluss_datafusion::source::cluster_wire::{
     AuthenticateRequest, AuthenticateResponse, ErrorResponse, FetchLogRequest, FetchLogResponse,
     PbCompoundPredicate, PbFetchLogReqForBucket, PbFetchLogReqForTable, PbFetchLogRespForBucket,
     PbFetchLogRespForTable, PbLeafPredicate, PbLiteralValue, PbPredicate, PbRemoteLogSegment,
-    RemoteLogFetchInfo,
+    PbScanReqForBucket, RemoteLogFetchInfo, ScanKvRequest, ScanKvResponse,
 };
 
 // ---- ApiVersions (1000) ---------------------------------------------------------------------

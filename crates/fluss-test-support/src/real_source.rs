@@ -304,6 +304,18 @@ impl FlussSource for RealClusterSource {
         self.cluster.serves_key_lookups(table)
     }
 
+    fn serves_kv_scans(&self, table: &FlussTable) -> bool {
+        self.cluster.serves_kv_scans(table)
+    }
+
+    async fn scan_kv(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        self.cluster.scan_kv(table, bucket).await
+    }
+
     async fn prefetch_tables(&self, paths: &[TablePath]) -> Result<HashMap<TablePath, TableInfo>> {
         self.cluster.prefetch_tables(paths).await
     }

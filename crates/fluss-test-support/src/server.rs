@@ -114,6 +114,7 @@ impl TestServer {
             writer_ids: Default::default(),
             record_bytes_sent: Default::default(),
             kv: Default::default(),
+            scanners: Default::default(),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
         Ok(Self {
@@ -220,6 +221,8 @@ struct Shared {
     /// The key-value state of each bucket looked up, with the high watermark of the
     /// log it was rebuilt from (rebuilt when the log has grown).
     kv: std::sync::Mutex<HashMap<BucketRef, (i64, Arc<BucketKv>)>>,
+    /// Open ScanKv scanners.
+    scanners: crate::kv_scan::Scanners,
 }
 
 impl std::fmt::Debug for Shared {
@@ -500,6 +503,7 @@ impl Connection {
             api_key::LIST_OFFSETS => Ok(ok(&self.list_offsets(decode(request)?))),
             api_key::FETCH_LOG => Ok(ok(&self.fetch_log(decode(request)?))),
             api_key::LOOKUP => Ok(ok(&self.lookup(decode(request)?))),
+            api_key::SCAN_KV => Ok(ok(&self.scan_kv(decode(request)?))),
             api_key::INIT_WRITER => {
                 let _: InitWriterRequest = decode(request)?;
                 let id = 1 + self
@@ -929,6 +933,32 @@ impl Connection {
             })
             .collect();
         LookupResponse { buckets_resp }
+    }
+
+    /// ScanKv: opens a scanner on a bucket's key-value state, or answers the next
+    /// batch of an open one ([`crate::kv_scan`]).
+    fn scan_kv(&self, r: ScanKvRequest) -> ScanKvResponse {
+        use crate::kv_scan::error_response;
+        let Some(open) = &r.bucket_scan_req else {
+            return self.shared.scanners.next(&r);
+        };
+        if r.scanner_id.is_some() {
+            return error_response(ApiError::new(
+                errors::UNKNOWN_SERVER_ERROR,
+                "a ScanKv request names both a bucket and a scanner",
+            ));
+        }
+        let (table_id, partition_id, bucket) = (open.table_id, open.partition_id, open.bucket_id);
+        let Some((database, name, table)) = self.model().table_by_id(table_id) else {
+            return error_response(unknown_bucket(table_id, partition_id, bucket));
+        };
+        let Some(log) = self.model().log(table_id, partition_id, bucket) else {
+            return error_response(unknown_bucket(table_id, partition_id, bucket));
+        };
+        match self.bucket_kv(&database, &name, &table, partition_id, bucket) {
+            Ok(kv) => self.shared.scanners.open(&kv, log.high_watermark(), &r),
+            Err(e) => error_response(e),
+        }
     }
 
     /// The key-value state of one bucket, rebuilt from its log when that has grown.

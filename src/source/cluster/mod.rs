@@ -22,6 +22,7 @@
 
 mod client_options;
 mod fetch;
+mod kv_scan;
 mod lookup;
 mod predicate;
 mod remote_log;
@@ -990,6 +991,24 @@ impl FlussSource for ClusterSource {
 
     fn serves_key_lookups(&self, table: &FlussTable) -> bool {
         lookup::keys_encodable(table)
+    }
+
+    fn serves_kv_scans(&self, table: &FlussTable) -> bool {
+        table.info.has_primary_key() && lookup::keys_encodable(table)
+    }
+
+    async fn scan_kv(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let connection = self.leader(table, bucket).await?;
+        Ok(kv_scan::scan_bucket(
+            connection,
+            table.clone(),
+            bucket.clone(),
+            self.request_timeout,
+        ))
     }
 
     async fn lookup_keys(&self, table: &FlussTable, keys: &RecordBatch) -> Result<LookedUp> {

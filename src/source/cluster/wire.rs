@@ -35,10 +35,14 @@ pub mod api_key {
     pub const LIST_OFFSETS: i16 = 1021;
     /// Authenticate (SASL).
     pub const AUTHENTICATE: i16 = 1038;
+    /// ScanKv (a primary-key bucket's current rows, Fluss 1.0: `server-scan`).
+    pub const SCAN_KV: i16 = 1061;
 }
 
 /// Fluss error codes this crate tells apart (Java `Errors`).
 pub mod error_code {
+    /// The server does not know the API key or version asked for.
+    pub const UNSUPPORTED_VERSION: i32 = 2;
     /// The fetch offset is outside `[log start, high watermark]`.
     pub const LOG_OFFSET_OUT_OF_RANGE: i32 = 19;
     /// No such table or bucket on this server.
@@ -157,6 +161,125 @@ pub struct PbListOffsetsRespForBucket {
     pub error_message: Option<String>,
     #[prost(int64, optional, tag = "4")]
     pub offset: Option<i64>,
+}
+
+/// `ScanKvRequest`: opens a scanner of one bucket (`bucket_scan_req`) or asks an open
+/// one (`scanner_id`) for its next batch (`call_seq_id` counting the requests).
+#[derive(Clone, PartialEq, Message)]
+pub struct ScanKvRequest {
+    #[prost(bytes = "vec", optional, tag = "1")]
+    pub scanner_id: Option<Vec<u8>>,
+    #[prost(message, optional, tag = "2")]
+    pub bucket_scan_req: Option<PbScanReqForBucket>,
+    #[prost(int32, optional, tag = "3")]
+    pub call_seq_id: Option<i32>,
+    #[prost(int32, optional, tag = "4")]
+    pub batch_size_bytes: Option<i32>,
+    #[prost(bool, optional, tag = "5")]
+    pub close_scanner: Option<bool>,
+}
+
+/// `PbScanReqForBucket`.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbScanReqForBucket {
+    #[prost(int64, required, tag = "1")]
+    pub table_id: i64,
+    #[prost(int64, optional, tag = "2")]
+    pub partition_id: Option<i64>,
+    #[prost(int32, required, tag = "3")]
+    pub bucket_id: i32,
+    #[prost(int64, optional, tag = "4")]
+    pub limit: Option<i64>,
+    #[prost(int32, optional, tag = "5")]
+    pub routing_bucket_count: Option<i32>,
+}
+
+/// `ScanKvResponse`: `records` is a `DefaultValueRecordBatch` (each value the row's
+/// schema id and the row, as Lookup answers them); `log_offset` is the high watermark
+/// when the scanner opened (first response only).
+#[derive(Clone, PartialEq, Message)]
+pub struct ScanKvResponse {
+    #[prost(int32, optional, tag = "1")]
+    pub error_code: Option<i32>,
+    #[prost(string, optional, tag = "2")]
+    pub error_message: Option<String>,
+    #[prost(bytes = "vec", optional, tag = "3")]
+    pub scanner_id: Option<Vec<u8>>,
+    #[prost(bool, optional, tag = "4")]
+    pub has_more_results: Option<bool>,
+    #[prost(bytes = "vec", optional, tag = "5")]
+    pub records: Option<Vec<u8>>,
+    #[prost(int64, optional, tag = "6")]
+    pub log_offset: Option<i64>,
+}
+
+/// The values of a `DefaultValueRecordBatch` (`i32 length | u8 magic | i32 count`,
+/// then per record `i32 length | i16 schema id | row`, little endian; apache/fluss
+/// `DefaultValueRecordBatch`, fluss-rs `record/kv/value_record_batch.rs`): each value
+/// as Lookup answers one (schema id and row).
+pub fn value_records(batch: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let invalid = |what: String| Error::new(ErrorKind::DataInvalid, what);
+    let int = |at: usize| -> Option<i32> {
+        batch
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_le_bytes)
+    };
+    let (Some(length), Some(count)) = (int(0), int(5)) else {
+        return Err(invalid(format!(
+            "a value record batch of {} bytes is shorter than its 9-byte header",
+            batch.len()
+        )));
+    };
+    if usize::try_from(length).ok().and_then(|l| l.checked_add(4)) != Some(batch.len()) {
+        return Err(invalid(format!(
+            "a value record batch says it has {length} bytes after its length, but has {}",
+            batch.len().saturating_sub(4)
+        )));
+    }
+    let count = usize::try_from(count)
+        .map_err(|_| invalid(format!("a value record batch counts {count} records")))?;
+    let mut values = Vec::with_capacity(count.min(batch.len() / 6));
+    let mut at = 9usize;
+    for i in 0..count {
+        let length = int(at)
+            .and_then(|l| usize::try_from(l).ok())
+            .filter(|l| *l >= 2)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "record {i} of a value record batch has no valid length at byte {at}"
+                ))
+            })?;
+        let value = batch.get(at + 4..at + 4 + length).ok_or_else(|| {
+            invalid(format!(
+                "record {i} of a value record batch runs past its end (byte {at}, {length} bytes)"
+            ))
+        })?;
+        values.push(value.to_vec());
+        at += 4 + length;
+    }
+    if at != batch.len() {
+        return Err(invalid(format!(
+            "a value record batch has {} bytes after its {count} records",
+            batch.len() - at
+        )));
+    }
+    Ok(values)
+}
+
+/// Encodes values (schema id and row each) as a `DefaultValueRecordBatch`, as a
+/// tablet server answers ScanKv (the test server's side of [`value_records`]).
+pub fn value_record_batch(values: &[Vec<u8>]) -> Vec<u8> {
+    let body: usize = values.iter().map(|v| 4 + v.len()).sum();
+    let mut out = Vec::with_capacity(9 + body);
+    out.extend_from_slice(&((5 + body) as i32).to_le_bytes());
+    out.push(0);
+    out.extend_from_slice(&(values.len() as i32).to_le_bytes());
+    for value in values {
+        out.extend_from_slice(&(value.len() as i32).to_le_bytes());
+        out.extend_from_slice(value);
+    }
+    out
 }
 
 /// `LookupRequest`: plain reads (fields 3..5 are for lookups that insert missing keys).
