@@ -13,6 +13,9 @@
 //! - `pl`: a partitioned log table with partitions written, tiered and dropped
 //!   ([`partitions`]).
 //!
+//! Besides, `kv$binlog` folded by key must be `kv`'s rows, and both tables are read
+//! as of a random earlier step (time travel) and through `fluss_log_between`.
+//!
 //! After every step the test checks, through SQL, for both tables: all rows, rows with
 //! `n > k` (random k), rows with `id = x` (random x), rows with `v < s` (random s), the
 //! aggregate `count(*), sum(n), min(v), max(v)`, and the lake-only table `t$lake`
@@ -687,6 +690,28 @@ impl Checker<'_> {
         .await;
     }
 
+    /// `kv$binlog` against the model: folded by key (each key's last change, unless
+    /// a delete) it is the table's rows, and an update's images are of one key.
+    async fn check_binlog(&mut self, step: usize, rows: &[Row]) {
+        self.check(
+            step,
+            "SELECT id, v, n FROM (SELECT after['id'] AS id, after['v'] AS v, after['n'] AS n, \
+             _change_type AS c, row_number() OVER (PARTITION BY coalesce(after['id'], \
+             before['id']) ORDER BY _log_offset DESC) AS rn FROM fluss.db.\"kv$binlog\") \
+             WHERE rn = 1 AND c <> 'delete' ORDER BY id, v, n",
+            render_rows(&sorted(rows.to_vec())),
+        )
+        .await;
+        self.check(
+            step,
+            "SELECT count(*) FROM fluss.db.\"kv$binlog\" WHERE (_change_type = 'update' \
+             AND before['id'] <> after['id']) OR (_change_type = 'insert' AND before['id'] \
+             IS NOT NULL) OR (_change_type = 'delete' AND after['id'] IS NOT NULL)",
+            vec![vec![Some("0".to_string())]],
+        )
+        .await;
+    }
+
     async fn check_table(
         &mut self,
         step: usize,
@@ -1039,6 +1064,7 @@ async fn run_differential(run: Run) {
             let lake = Model::kv_rows(&model.kv_lake);
             let lake = model.kv_tiered.then_some(lake.as_slice());
             checker.check_table(step, &mut rng, "kv", &rows, lake).await;
+            checker.check_binlog(step, &rows).await;
         }
         if pl_op.is_some() || step % 5 == 0 {
             pl.check(&mut checker, step).await;

@@ -233,7 +233,10 @@ Time travel:
       the rows as they were then; times without a zone are UTC; epoch millis too)
   SELECT * FROM t VERSION AS OF 3       (the union at readable lake snapshot 3, log to now)
   SELECT * FROM "t$lake" VERSION AS OF 3 / TIMESTAMP AS OF ...   (a lake snapshot alone)
-  SELECT * FROM fluss_log_between('db.t', start [, end])  (rows committed in [start, end))"#;
+  SELECT * FROM fluss_log_between('db.t', start [, end])  (rows committed in [start, end))
+Primary-key tables on a cluster (Fluss 1.0):
+  SELECT /*+ OPTIONS('client.scanner.kv.batch-strategy' = 'server-scan') */ * FROM t
+      (the tablet servers' current rows, bucket by bucket; or SET fluss.kv_batch_strategy)"#;
 
 impl Shell {
     /// Prints a result, at most `--maxrows` rows of it when `limited` (never for
