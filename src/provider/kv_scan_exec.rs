@@ -10,8 +10,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::error::Result as DfResult;
@@ -27,7 +25,7 @@ use datafusion::physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 
 use super::describe::describe_projection;
-use super::view_types::to_view_types;
+use super::view_types::answered_rows;
 use crate::error::{Error, Result};
 use crate::source::{BucketLocation, FlussSource, FlussTable};
 
@@ -92,28 +90,6 @@ impl FlussKvScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
         })
     }
-
-    /// The rows of `batch` (the server's answer, in Fluss types) the filters keep,
-    /// projected.
-    fn finish(
-        batch: RecordBatch,
-        table_schema: &SchemaRef,
-        predicate: Option<&Arc<dyn PhysicalExpr>>,
-        projection: &[usize],
-    ) -> Result<RecordBatch> {
-        let mut rows = to_view_types(batch, table_schema)?;
-        if let Some(predicate) = predicate {
-            let keep = predicate
-                .evaluate(&rows)
-                .and_then(|v| v.into_array(rows.num_rows()))
-                .map_err(|e| Error::internal("cannot filter scanned rows").with_source(e))?;
-            let keep = keep
-                .as_boolean_opt()
-                .ok_or_else(|| Error::internal("a filter of scanned rows is not a boolean"))?;
-            rows = filter_record_batch(&rows, keep)?;
-        }
-        Ok(rows.project(projection)?)
-    }
 }
 
 impl DisplayAs for FlussKvScanExec {
@@ -175,7 +151,7 @@ impl ExecutionPlan for FlussKvScanExec {
             .map(move |batch| {
                 let batch = batch?;
                 let _timer = baseline.elapsed_compute().timer();
-                let rows = Self::finish(batch, &table_schema, predicate.as_ref(), &projection)?;
+                let rows = answered_rows(batch, &table_schema, predicate.as_ref(), &projection)?;
                 baseline.record_output(rows.num_rows());
                 Ok::<_, Error>(rows)
             })

@@ -12,8 +12,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
@@ -32,7 +31,7 @@ use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
 
 use super::describe::describe_projection;
-use super::view_types::to_view_types;
+use super::view_types::answered_rows;
 use crate::error::{Error, Result};
 use crate::source::{FlussSource, FlussTable, LookedUp};
 
@@ -191,18 +190,12 @@ impl KeyLookupPlan {
     /// The looked-up rows of `batch` (the source's answer, in Fluss types) that
     /// the filters keep, projected.
     fn finish(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        let mut rows = to_view_types(batch, &self.table_schema)?;
-        if let Some(predicate) = &self.predicate {
-            let keep = predicate
-                .evaluate(&rows)
-                .and_then(|v| v.into_array(rows.num_rows()))
-                .map_err(|e| Error::internal("cannot filter looked-up rows").with_source(e))?;
-            let keep = keep
-                .as_boolean_opt()
-                .ok_or_else(|| Error::internal("a filter of looked-up rows is not a boolean"))?;
-            rows = filter_record_batch(&rows, keep)?;
-        }
-        Ok(rows.project(&self.projection)?)
+        answered_rows(
+            batch,
+            &self.table_schema,
+            self.predicate.as_ref(),
+            &self.projection,
+        )
     }
 }
 

@@ -28,34 +28,10 @@ pub use fluss_datafusion::source::cluster_wire::{
 
 // ---- ApiVersions (1000) ---------------------------------------------------------------------
 
-/// `ApiVersionsRequest` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ApiVersionsRequest {
-    #[prost(string, required, tag = "1")]
-    pub client_software_name: String,
-    #[prost(string, required, tag = "2")]
-    pub client_software_version: String,
-}
-
-/// `ApiVersionsResponse` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ApiVersionsResponse {
-    #[prost(message, repeated, tag = "1")]
-    pub api_versions: Vec<PbApiVersion>,
-    #[prost(int32, optional, tag = "2")]
-    pub server_type: Option<i32>,
-}
-
-/// `PbApiVersion` of FlussApi.proto.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct PbApiVersion {
-    #[prost(int32, required, tag = "1")]
-    pub api_key: i32,
-    #[prost(int32, required, tag = "2")]
-    pub min_version: i32,
-    #[prost(int32, required, tag = "3")]
-    pub max_version: i32,
-}
+// The library's own definitions (its cluster source asks servers for them).
+pub use fluss_datafusion::source::cluster_wire::{
+    ApiVersionsRequest, ApiVersionsResponse, PbApiVersion,
+};
 
 // ---- common ---------------------------------------------------------------------------------
 

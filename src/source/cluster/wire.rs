@@ -27,6 +27,8 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// API keys of the requests sent (Java `ApiKeys`).
 pub mod api_key {
+    /// ApiVersions (which API keys and versions a server answers).
+    pub const API_VERSIONS: i16 = 1000;
     /// FetchLog.
     pub const FETCH_LOG: i16 = 1015;
     /// Lookup (primary keys, answered from the KV store).
@@ -64,6 +66,35 @@ pub struct ErrorResponse {
     pub error_code: i32,
     #[prost(string, optional, tag = "2")]
     pub error_message: Option<String>,
+}
+
+/// `ApiVersionsRequest`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ApiVersionsRequest {
+    #[prost(string, required, tag = "1")]
+    pub client_software_name: String,
+    #[prost(string, required, tag = "2")]
+    pub client_software_version: String,
+}
+
+/// `ApiVersionsResponse`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ApiVersionsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub api_versions: Vec<PbApiVersion>,
+    #[prost(int32, optional, tag = "2")]
+    pub server_type: Option<i32>,
+}
+
+/// `PbApiVersion`.
+#[derive(Clone, PartialEq, Message)]
+pub struct PbApiVersion {
+    #[prost(int32, required, tag = "1")]
+    pub api_key: i32,
+    #[prost(int32, required, tag = "2")]
+    pub min_version: i32,
+    #[prost(int32, required, tag = "3")]
+    pub max_version: i32,
 }
 
 /// `AuthenticateRequest`.

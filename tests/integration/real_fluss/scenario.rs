@@ -642,6 +642,43 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
     }) {
         binlog_vs_flink(writer.fluss, &runtime, &session, t, &mut failures);
     }
+    // t$changelog against Flink's (a stream there too), on log and primary-key tables
+    // with a tail
+    for t in tables.iter().filter(|t| {
+        t.tiering == Tiering::Tail
+            && t.special == Special::None
+            && matches!(t.partitioning, Partitioning::None | Partitioning::Str)
+    }) {
+        changelog_vs_flink(writer.fluss, &runtime, &session, t, &mut failures);
+    }
+
+    // server-scan asks the tablet servers for ScanKv, which Fluss 0.9.1 does not
+    // serve: the read must say so (Fluss 1.0 needed), not fail some other way
+    if let Some(t) = tables
+        .iter()
+        .find(|t| t.primary_key && t.special == Special::None)
+    {
+        let sql = format!(
+            "SELECT /*+ OPTIONS('client.scanner.kv.batch-strategy' = 'server-scan') */ * \
+             FROM db.{}",
+            t.name
+        );
+        match runtime.block_on(session.execute(&sql)) {
+            Err(e) if e.kind() == fluss_datafusion::ErrorKind::FeatureUnsupported => {
+                if !e.to_string().contains("needs Fluss 1.0") {
+                    failures.push(format!("{}: server-scan on 0.9.1: {e}", t.name));
+                }
+            }
+            Err(e) => failures.push(format!(
+                "{}: server-scan on 0.9.1 failed other than as unsupported: {e}",
+                t.name
+            )),
+            Ok(_) => failures.push(format!(
+                "{}: server-scan answered on a cluster that has no ScanKv",
+                t.name
+            )),
+        }
+    }
 
     // The same files read as a LocalStore: the metadata and log segments the real
     // cluster wrote copied into the LocalStore layout (the lakes stay where tiering
@@ -706,8 +743,7 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
 static SNAPSHOT_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// `t$binlog` against Flink's: the change type, offset, and the key and `name` before
-/// and after of every change (Flink reads it only as a stream: its first rows, as
-/// many as ours has, read from the earliest offset).
+/// and after of every change.
 fn binlog_vs_flink(
     fluss: &mut RealFluss,
     runtime: &tokio::runtime::Runtime,
@@ -715,11 +751,56 @@ fn binlog_vs_flink(
     t: &Table,
     failures: &mut Vec<String>,
 ) {
-    let ours_sql = format!(
-        "SELECT \"_change_type\", \"_log_offset\", \"before\"['id'], \"before\"['name'], \
-         \"after\"['id'], \"after\"['name'] FROM db.\"{}$binlog\"",
-        t.name
+    let ours = "\"_change_type\", \"_log_offset\", \"before\"['id'], \"before\"['name'], \
+                \"after\"['id'], \"after\"['name']";
+    let flink = "`_change_type`, `_log_offset`, `before`.`id`, `before`.`name`, `after`.`id`, \
+                 `after`.`name`";
+    virtual_table_vs_flink(
+        fluss,
+        runtime,
+        session,
+        t,
+        "binlog",
+        (ours, flink),
+        failures,
     );
+}
+
+/// `t$changelog` against Flink's: the change type, offset, key and `name` of every
+/// change in the log.
+fn changelog_vs_flink(
+    fluss: &mut RealFluss,
+    runtime: &tokio::runtime::Runtime,
+    session: &FlussSession,
+    t: &Table,
+    failures: &mut Vec<String>,
+) {
+    let ours = "\"_change_type\", \"_log_offset\", id, name";
+    let flink = "`_change_type`, `_log_offset`, `id`, `name`";
+    virtual_table_vs_flink(
+        fluss,
+        runtime,
+        session,
+        t,
+        "changelog",
+        (ours, flink),
+        failures,
+    );
+}
+
+/// `t$<suffix>` read by us and by Flink, each with its spelling of the same columns.
+/// Flink reads these tables only as a stream: its first rows, as many as ours has,
+/// read from the earliest offset.
+fn virtual_table_vs_flink(
+    fluss: &mut RealFluss,
+    runtime: &tokio::runtime::Runtime,
+    session: &FlussSession,
+    t: &Table,
+    suffix: &str,
+    (our_columns, flink_columns): (&str, &str),
+    failures: &mut Vec<String>,
+) {
+    let ours_sql = format!("SELECT {our_columns} FROM db.\"{}${suffix}\"", t.name);
     let ours = match ours(runtime, session, &ours_sql) {
         Ok((_, rows)) => rows,
         Err(e) => {
@@ -728,14 +809,14 @@ fn binlog_vs_flink(
         }
     };
     let flink_sql = format!(
-        "SELECT `_change_type`, `_log_offset`, `before`.`id`, `before`.`name`, `after`.`id`, \
-         `after`.`name` FROM fc.db.`{}$binlog` /*+ OPTIONS('scan.startup.mode' = 'earliest') */",
+        "SELECT {flink_columns} FROM fc.db.`{}${suffix}` \
+         /*+ OPTIONS('scan.startup.mode' = 'earliest') */",
         t.name
     );
     match fluss.stream_query(&flink_sql, ours.len()) {
         Ok(flink) => expect_same(
             failures,
-            format!("{}: t$binlog vs Flink's", t.name),
+            format!("{}: t${suffix} vs Flink's", t.name),
             ours,
             flink,
         ),
