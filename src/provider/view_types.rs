@@ -48,6 +48,29 @@ pub fn to_view_types(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBat
     crate::cast::by_position(batch, schema)
 }
 
+/// Rows a source answered by key or by scan (`batch`, in Fluss types) as a scan of
+/// `schema` produces them: views for strings, the rows `predicate` (the scan's
+/// filters) keeps, projected.
+pub fn answered_rows(
+    batch: RecordBatch,
+    schema: &SchemaRef,
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    projection: &[usize],
+) -> Result<RecordBatch> {
+    let mut rows = to_view_types(batch, schema)?;
+    if let Some(predicate) = predicate {
+        let keep = predicate
+            .evaluate(&rows)
+            .and_then(|v| v.into_array(rows.num_rows()))
+            .map_err(|e| Error::internal("cannot filter a source's rows").with_source(e))?;
+        let keep = keep
+            .as_boolean_opt()
+            .ok_or_else(|| Error::internal("a filter of a source's rows is not a boolean"))?;
+        rows = filter_record_batch(&rows, keep)?;
+    }
+    Ok(rows.project(projection)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,27 +115,4 @@ mod tests {
         let again = to_view_types(read.clone(), &views).unwrap();
         assert_eq!(again, read);
     }
-}
-
-/// Rows a source answered by key or by scan (`batch`, in Fluss types) as a scan of
-/// `schema` produces them: views for strings, the rows `predicate` (the scan's
-/// filters) keeps, projected.
-pub fn answered_rows(
-    batch: RecordBatch,
-    schema: &SchemaRef,
-    predicate: Option<&Arc<dyn PhysicalExpr>>,
-    projection: &[usize],
-) -> Result<RecordBatch> {
-    let mut rows = to_view_types(batch, schema)?;
-    if let Some(predicate) = predicate {
-        let keep = predicate
-            .evaluate(&rows)
-            .and_then(|v| v.into_array(rows.num_rows()))
-            .map_err(|e| Error::internal("cannot filter a source's rows").with_source(e))?;
-        let keep = keep
-            .as_boolean_opt()
-            .ok_or_else(|| Error::internal("a filter of a source's rows is not a boolean"))?;
-        rows = filter_record_batch(&rows, keep)?;
-    }
-    Ok(rows.project(projection)?)
 }
