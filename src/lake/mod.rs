@@ -365,8 +365,12 @@ pub async fn plan_snapshot(
         c.get(&key)
             .map(|s| (s.lake.clone(), s.plans.get(&filter).cloned()))
     });
+    let started = std::time::Instant::now();
     let lake = match cached {
-        Some((lake, Some(plan))) => return Ok((lake, plan)),
+        Some((lake, Some(plan))) => {
+            tracing::trace!(table = %name, snapshot = request.snapshot_id, "lake plan cached");
+            return Ok((lake, plan));
+        }
         Some((lake, None)) => lake,
         None => {
             let lake = open(location, table).await?.ok_or_else(|| {
@@ -385,6 +389,15 @@ pub async fn plan_snapshot(
         .plan(request)
         .await
         .map_err(|e| e.with_context("table", &name))?;
+    tracing::debug!(
+        table = %name,
+        snapshot = request.snapshot_id,
+        filtered = request.filter.is_some(),
+        splits = plan.splits.len(),
+        files = plan.file_count(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "planned a lake snapshot (manifests read)"
+    );
     if let Ok(mut cache) = PLANS.lock() {
         if cache.len() >= PLAN_CACHE_ENTRIES && !cache.contains_key(&key) {
             cache.clear();

@@ -298,6 +298,11 @@ impl ExecutionPlan for FlussKeyLookupExec {
                             .with_context("table", plan.table.path.to_string()),
                         ));
                     };
+                    tracing::info!(
+                        table = %plan.table.path,
+                        partitions = partitions.join(", "),
+                        "keys of partitions Fluss no longer has: scanning instead of looking up"
+                    );
                     scanned_instead.add(1);
                     let scan = fallback.plan(context.clone()).await?;
                     let output_rows = baseline.output_rows().clone();

@@ -1202,6 +1202,7 @@ impl FlussTableProvider {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let started = std::time::Instant::now();
         let placed = self.placed(filters);
         // LIMIT is pushed only when every filter is exact (docs/DESIGN.md pushdown contract).
         let limit = if placed.all_exact() { limit } else { None };
@@ -1242,6 +1243,12 @@ impl FlussTableProvider {
             // retention removed offsets the lake never got: only the tablet servers'
             // key-value state still knows the keys written there
             Err(e) if e.context_value("missing_offsets").is_some() && self.may_scan_kv() => {
+                tracing::info!(
+                    table = %self.table.path,
+                    missing_offsets = e.context_value("missing_offsets").unwrap_or_default(),
+                    "the changelog no longer reaches the lake's offsets: reading the tablet \
+                     servers' current rows (server-scan)"
+                );
                 let cut = plan_cut(
                     source,
                     &self.table,
@@ -1266,6 +1273,16 @@ impl FlussTableProvider {
             cut => cut?,
         };
         if let Some(reason) = self.kv_scan_reason(state, &cut)? {
+            match reason {
+                KvScanReason::ChangelogExpired => tracing::info!(
+                    table = %self.table.path,
+                    "the changelog no longer reaches the lake's offsets: reading the tablet \
+                     servers' current rows (server-scan)"
+                ),
+                KvScanReason::Asked => {
+                    tracing::debug!(table = %self.table.path, "reading by server-scan, as asked")
+                }
+            }
             return self
                 .scan_kv_of_cut(state, projection, filters, &placed, &cut, reason)
                 .await;
@@ -1290,6 +1307,17 @@ impl FlussTableProvider {
         // a read of no column (`count(*)`) needs no footers: the lake's manifests
         // count the rows of files read as they are
         let counts_only = projection.as_ref().is_some_and(Vec::is_empty);
+        tracing::debug!(
+            table = %self.table.path,
+            mode = ?self.mode,
+            lake_snapshot = ?cut.snapshot_id(),
+            lake_files = lake.as_ref().map_or(0, |l| l.plan.file_count()),
+            lake_files_pruned = lake.as_ref().map_or(0, |l| l.files_pruned),
+            log_buckets = cut.buckets.iter().filter(|b| !b.range.is_empty()).count(),
+            log_offsets = cut.buckets.iter().map(|b| b.range.offsets()).sum::<u64>(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "planned the cut and the lake"
+        );
         let mut statistics = if counts_only {
             ScanStatistics {
                 files: FileStatistics::new(),

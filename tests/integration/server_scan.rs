@@ -19,6 +19,11 @@ use fluss_test_support::mirror::MirroredSource;
 /// one bucket, lake enabled) written in three statements, one batch each: offsets
 /// [0, 3) insert 1..3, [3, 5) update 2, [5, 6) insert 4.
 async fn store(tier_first: bool) -> (tempfile::TempDir, Arc<LocalStore>) {
+    store_with("t", tier_first).await
+}
+
+/// [`store`], its table named `db.<name>`.
+async fn store_with(name: &str, tier_first: bool) -> (tempfile::TempDir, Arc<LocalStore>) {
     let dir = tempfile::tempdir().unwrap();
     let options = LocalStoreOptions {
         segment_roll_bytes: 1,
@@ -30,22 +35,26 @@ async fn store(tier_first: bool) -> (tempfile::TempDir, Arc<LocalStore>) {
             .unwrap(),
     );
     let session = FlussSession::new(store.clone()).await.unwrap();
-    for sql in [
-        "CREATE DATABASE db",
-        "CREATE TABLE db.t (id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
-         WITH ('bucket.num' = '1', 'table.datalake.enabled' = 'true')",
-        "INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')",
-    ] {
-        session.execute(sql).await.unwrap();
+    let statements = [
+        "CREATE DATABASE db".to_string(),
+        format!(
+            "CREATE TABLE db.{name} (id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+             WITH ('bucket.num' = '1', 'table.datalake.enabled' = 'true')"
+        ),
+        format!("INSERT INTO db.{name} VALUES (1, 'a'), (2, 'b'), (3, 'c')"),
+    ];
+    for sql in statements {
+        session.execute(&sql).await.unwrap();
     }
     if tier_first {
-        session.execute("CALL fluss.tier('db.t')").await.unwrap();
+        let tier = format!("CALL fluss.tier('db.{name}')");
+        session.execute(&tier).await.unwrap();
     }
     for sql in [
-        "INSERT INTO db.t VALUES (2, 'b2')",
-        "INSERT INTO db.t VALUES (4, 'd')",
+        format!("INSERT INTO db.{name} VALUES (2, 'b2')"),
+        format!("INSERT INTO db.{name} VALUES (4, 'd')"),
     ] {
-        session.execute(sql).await.unwrap();
+        session.execute(&sql).await.unwrap();
     }
     (dir, store)
 }
@@ -130,4 +139,86 @@ async fn a_local_store_without_the_changelog_start_is_an_error_not_fewer_keys() 
     // the changelog itself is what is left of it
     let left = text(&session, "SELECT count(*) AS n FROM db.\"t$changelog\"").await;
     assert!(left.contains("| 1 |"), "{left}");
+}
+
+/// What the library logs (`tracing`) of the decisions above: the read of the
+/// servers' state where the changelog was cut, and the scan a lookup of a partition
+/// Fluss no longer has runs instead; with names and offsets, never a credential.
+#[tokio::test]
+async fn the_fallbacks_are_logged_without_credentials() {
+    use std::sync::{Arc as SyncArc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Captured(SyncArc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // one subscriber for the whole test binary (a thread's own would miss events
+    // whose callsites other tests' threads registered first)
+    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    let captured = CAPTURED
+        .get_or_init(|| {
+            let captured = Captured::default();
+            let writer = captured.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new("fluss_datafusion=debug"))
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::set_global_default(subscriber).expect("no other subscriber");
+            captured
+        })
+        .clone();
+
+    let (_dir, store) = store_with("logged", false).await;
+    let mirror = Arc::new(MirroredSource::start(store.clone()).await.unwrap());
+    mirror
+        .expire_log(&TablePath::new("db", "logged"), 0, 5)
+        .await
+        .unwrap();
+    let session = FlussSession::new(mirror.clone()).await.unwrap();
+    assert_eq!(
+        text(&session, "SELECT id, v FROM db.logged ORDER BY id").await,
+        CURRENT
+    );
+
+    // a partition dropped after tiering, looked up by its whole key
+    for sql in [
+        "CREATE TABLE db.logged_p (dt STRING, id INT, v STRING, PRIMARY KEY (dt, id) NOT ENFORCED) \
+         PARTITIONED BY (dt) WITH ('bucket.num' = '1', 'table.datalake.enabled' = 'true', \
+         'client.security.sasl.password' = 'NOT-A-LOG-LINE-4711')",
+        "INSERT INTO db.logged_p VALUES ('a', 1, 'old')",
+        "CALL fluss.tier('db.logged_p')",
+        "ALTER TABLE db.logged_p DROP PARTITION (dt = 'a')",
+    ] {
+        session.execute(sql).await.unwrap();
+    }
+    let found = text(
+        &session,
+        "SELECT v FROM db.logged_p WHERE dt = 'a' AND id = 1",
+    )
+    .await;
+    assert!(found.contains("old"), "{found}");
+
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains(
+            "the changelog no longer reaches the lake's offsets: reading the tablet servers' \
+             current rows (server-scan) table=db.logged"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains("keys of partitions Fluss no longer has: scanning instead")
+            && log.contains("table=db.logged_p"),
+        "{log}"
+    );
+    assert!(log.contains("planned the cut and the lake"), "{log}");
+    assert!(!log.contains("NOT-A-LOG-LINE-4711"), "{log}");
 }

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 mod demo;
+mod logging;
 mod print;
 
 use clap::Parser;
@@ -112,6 +113,13 @@ struct Args {
     /// Fluss's names, e.g. `client.writer.acks=all`, `client.writer.batch-size=2mb`.
     #[arg(long = "client-option", value_parser = parse_key_value)]
     client_option: Vec<(String, String)>,
+    /// More log on stderr: -v info, -vv debug, -vvv trace (warnings always; `RUST_LOG`,
+    /// e.g. `fluss_datafusion=debug`, overrides). Never credentials.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Write the log to this file (appended) instead of stderr.
+    #[arg(long)]
+    log_file: Option<PathBuf>,
 }
 
 fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
@@ -1026,6 +1034,10 @@ fn main() -> ExitCode {
         eprintln!("Error: internal error: {}", one_line(&message));
     }));
     let args = Args::parse();
+    if let Err(e) = logging::init(args.verbose, args.log_file.as_deref()) {
+        print_error(&e);
+        return ExitCode::FAILURE;
+    }
     // The shell itself runs on a thread with a large stack: statements are planned on it.
     let shell = std::thread::Builder::new()
         .name("fluss-sql".into())

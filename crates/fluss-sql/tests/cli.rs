@@ -812,3 +812,77 @@ fn explain_tree_keeps_words_whole() {
         assert!(r.stdout.contains(whole), "{whole} in\n{}", r.stdout);
     }
 }
+
+/// `-v`/`-vv` log the library's events on stderr (`--log-file` in a file instead),
+/// none with a credential: a lake option's secret never shows.
+#[test]
+fn verbose_logs_tiering_and_planning_without_credentials() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret = "s3.secret-access-key=NOT-A-LOG-LINE-4711";
+    let statements = "CREATE TABLE t (id BIGINT) \
+                        WITH ('bucket.num' = '2', 'bucket.key' = 'id', 'table.datalake.enabled' = 'true');
+                      INSERT INTO t VALUES (1), (2);
+                      CALL fluss.tier('t');
+                      INSERT INTO t VALUES (3);
+                      SELECT count(*) FROM t WHERE id > 0;";
+    let r = run(
+        dir.path(),
+        &[
+            "--create",
+            "-q",
+            "-vv",
+            "--lake-option",
+            secret,
+            "-c",
+            statements,
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("tiered the log tail into the lake"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("table=fluss.t"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("planned the cut and the lake"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("NOT-A-LOG-LINE-4711"), "{}", r.stderr);
+    assert!(
+        !r.stdout.contains("planned the cut"),
+        "logs go to stderr: {}",
+        r.stdout
+    );
+
+    // without -v only warnings: a quiet read logs nothing
+    let quiet = run(dir.path(), &["-q", "-c", "SELECT count(*) FROM t"]);
+    assert!(quiet.ok, "{}", quiet.stderr);
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
+
+    // --log-file: the log there, not on stderr
+    let log = dir.path().join("fluss.log");
+    let to_file = run(
+        dir.path(),
+        &[
+            "-q",
+            "-v",
+            "--log-file",
+            log.to_str().unwrap(),
+            "-c",
+            "CALL fluss.tier('t')",
+        ],
+    );
+    assert!(to_file.ok, "{}", to_file.stderr);
+    let written = std::fs::read_to_string(&log).expect("the log file");
+    assert!(
+        written.contains("tiered the log tail into the lake"),
+        "{written}"
+    );
+    assert!(
+        !to_file.stderr.contains("tiered the log tail"),
+        "{}",
+        to_file.stderr
+    );
+}

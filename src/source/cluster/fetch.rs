@@ -75,6 +75,7 @@ impl TabletConnection {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => return Err(cannot().with_source(e)),
             Err(_) => {
+                tracing::warn!(server = %address, ?timeout, "connecting to a tablet server timed out");
                 return Err(cannot().with_context("timeout", format!("{timeout:?}")));
             }
         };
@@ -153,6 +154,7 @@ impl TabletConnection {
             wire::write_request(&mut *stream, api, version, id, request).await?;
             wire::read_response(&mut *stream, id).await
         };
+        let started = std::time::Instant::now();
         let answer = match tokio::time::timeout(timeout, exchange).await {
             Ok(answer) => answer.map_err(|e| e.with_context("server", &self.address)),
             Err(_) => Err(Error::new(
@@ -162,6 +164,21 @@ impl TabletConnection {
             .with_context("server", &self.address)
             .with_context("timeout", format!("{timeout:?}"))),
         };
+        match &answer {
+            Ok(_) => tracing::trace!(
+                server = %self.address,
+                api,
+                elapsed_us = started.elapsed().as_micros() as u64,
+                "tablet server request"
+            ),
+            Err(e) => tracing::warn!(
+                server = %self.address,
+                api,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                error = %e,
+                "tablet server request failed"
+            ),
+        }
         // Only a whole answer leaves the stream at a frame boundary: a success, or an
         // error frame the server sent (it carries its code). A socket error (the server
         // closed the connection, perhaps inside a frame), a timeout or a broken frame

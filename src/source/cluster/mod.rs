@@ -774,6 +774,11 @@ impl ClusterSource {
                     .and_then(|c| c.parse().ok())
                     .is_some_and(fetch::is_leadership_change) =>
             {
+                tracing::warn!(
+                    table = %table.path,
+                    error_code = e.context_value("error_code").unwrap_or_default(),
+                    "a bucket's leader moved: retrying after refreshing the table's metadata"
+                );
                 self.refresh_table_metadata(table).await?;
                 request().await
             }
@@ -836,7 +841,13 @@ impl FlussSource for ClusterSource {
 
     async fn get_table(&self, path: &TablePath) -> Result<FlussTable> {
         let context = |e: Error| e.with_context("table", path.to_string());
+        let started = std::time::Instant::now();
         let info = self.table_info(path).await.map_err(context)?;
+        tracing::debug!(
+            table = %path,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "fetched table metadata from the coordinator"
+        );
         let latest = info.get_schema_id();
         let key = (info.get_table_id(), latest);
         let cached = self

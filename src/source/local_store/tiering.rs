@@ -33,6 +33,7 @@ use crate::table::bucket_range;
 /// Tiers everything from each bucket's last tiered offset to its current end into the
 /// table's lake, committing one lake snapshot.
 pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult> {
+    let started = std::time::Instant::now();
     // One tiering at a time, and never of a write statement's uncommitted batches.
     let mut guard = store.write_guard().await?;
     let table = store.get_table(path).await?;
@@ -46,6 +47,11 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
     let location = store.lake_location(&table).await?;
     let mut result = TieringResult::default();
     if let Some(id) = recover(store, &guard, &table, &location).await? {
+        tracing::warn!(
+            table = %path,
+            snapshot = id,
+            "registered a lake snapshot an interrupted tiering round had committed"
+        );
         result.snapshot_id = Some(id);
         result.recovered = true;
     }
@@ -79,6 +85,14 @@ pub async fn tier(store: &LocalStore, path: &TablePath) -> Result<TieringResult>
     let snapshot_id = writer.commit(&marker).await?;
     register_and_finish(store, &guard, &table, snapshot_id, &marker.offsets).await?;
     result.snapshot_id = Some(snapshot_id);
+    tracing::info!(
+        table = %path,
+        snapshot = snapshot_id,
+        records = result.records,
+        buckets = result.buckets,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "tiered the log tail into the lake"
+    );
     Ok(result)
 }
 
