@@ -7,12 +7,15 @@
 //!
 //! Context values must never carry credentials: only names, paths and offsets.
 
+use std::backtrace::{Backtrace, BacktraceStatus};
 use std::fmt;
 
 use datafusion::error::DataFusionError;
 
-/// What went wrong, coarsely, so callers can react without parsing messages.
+/// What went wrong, coarsely, so callers can react without parsing messages. New
+/// kinds may come: match with a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// Bytes on disk or over the network are malformed: bad CRC, truncated batch,
     /// unknown magic, impossible lengths, undecodable Arrow data.
@@ -61,6 +64,12 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// A backtrace of the caller, when the environment asks for backtraces.
+fn captured_backtrace() -> Option<Box<Backtrace>> {
+    let backtrace = Backtrace::capture();
+    (backtrace.status() == BacktraceStatus::Captured).then(|| Box::new(backtrace))
+}
+
 /// The error of every fallible operation in this crate.
 #[derive(Debug)]
 pub struct Error {
@@ -68,6 +77,9 @@ pub struct Error {
     message: String,
     context: Vec<(&'static str, String)>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    /// Where the error was made, when `RUST_BACKTRACE` (or `RUST_LIB_BACKTRACE`) asks
+    /// for backtraces, as iceberg-rust's errors carry one.
+    backtrace: Option<Box<Backtrace>>,
 }
 
 /// Result alias used throughout the crate.
@@ -81,7 +93,14 @@ impl Error {
             message: message.into(),
             context: Vec::new(),
             source: None,
+            backtrace: captured_backtrace(),
         }
+    }
+
+    /// Where the error was made, when the environment asks for backtraces
+    /// (`RUST_BACKTRACE=1` or `RUST_LIB_BACKTRACE=1`).
+    pub fn backtrace(&self) -> Option<&Backtrace> {
+        self.backtrace.as_deref()
     }
 
     /// Adds one `key: value` of context (table, file, bucket, offset, ...).
@@ -134,6 +153,7 @@ impl Error {
                     message: ours.message.clone(),
                     context: ours.context.clone(),
                     source: ours.source.as_ref().map(|s| s.to_string().into()),
+                    backtrace: captured_backtrace(),
                 }),
                 None => Err(e),
             },

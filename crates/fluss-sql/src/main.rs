@@ -799,6 +799,10 @@ fn switch(arg: &str, current: bool, command: &str) -> Result<bool> {
 
 fn print_error(e: &Error) {
     eprintln!("Error: {}", one_line(&e.to_string()));
+    // where it was made, when RUST_BACKTRACE asks
+    if let Some(backtrace) = e.backtrace() {
+        eprintln!("{backtrace}");
+    }
 }
 
 fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {

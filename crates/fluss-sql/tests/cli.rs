@@ -886,3 +886,38 @@ fn verbose_logs_tiering_and_planning_without_credentials() {
         to_file.stderr
     );
 }
+
+/// With `RUST_BACKTRACE=1` an error shows where the library made it, as
+/// iceberg-rust's errors do; without it, one line.
+#[test]
+fn an_error_carries_a_backtrace_when_rust_backtrace_asks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    sql(
+        dir.path(),
+        "CREATE TABLE t (id INT) WITH ('bucket.num' = '1')",
+    );
+    let failing = ["-q", "-c", "SELECT * FROM t$nope"];
+    let plain = Command::new(BIN)
+        .arg("--store")
+        .arg(dir.path())
+        .args(failing)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .expect("the binary runs");
+    let plain = String::from_utf8_lossy(&plain.stderr).into_owned();
+    assert_eq!(plain.lines().count(), 1, "{plain}");
+    let traced = Command::new(BIN)
+        .arg("--store")
+        .arg(dir.path())
+        .args(failing)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("the binary runs");
+    let traced = String::from_utf8_lossy(&traced.stderr).into_owned();
+    assert!(traced.starts_with("Error: "), "{traced}");
+    assert!(
+        traced.contains("fluss_datafusion::error::Error::new"),
+        "{traced}"
+    );
+}
