@@ -114,7 +114,8 @@ struct Args {
     #[arg(long = "client-option", value_parser = parse_key_value)]
     client_option: Vec<(String, String)>,
     /// More log on stderr: -v info, -vv debug, -vvv trace (warnings always; `RUST_LOG`,
-    /// e.g. `fluss_datafusion=debug`, overrides). Never credentials.
+    /// e.g. `fluss_datafusion=debug`, overrides), and errors with their backtrace
+    /// where `RUST_BACKTRACE` captured one. Never credentials.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     verbose: u8,
     /// Write the log to this file (appended) instead of stderr.
@@ -797,10 +798,16 @@ fn switch(arg: &str, current: bool, command: &str) -> Result<bool> {
     }
 }
 
+/// Whether errors are printed with their backtrace (`-v` given): an error is one
+/// line otherwise, even where `RUST_BACKTRACE` is set for everything.
+static SHOW_BACKTRACES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn print_error(e: &Error) {
     eprintln!("Error: {}", one_line(&e.to_string()));
-    // where it was made, when RUST_BACKTRACE asks
-    if let Some(backtrace) = e.backtrace() {
+    // where it was made, when RUST_BACKTRACE captured it and -v asks to see it
+    if SHOW_BACKTRACES.load(std::sync::atomic::Ordering::Relaxed)
+        && let Some(backtrace) = e.backtrace()
+    {
         eprintln!("{backtrace}");
     }
 }
@@ -1038,6 +1045,7 @@ fn main() -> ExitCode {
         eprintln!("Error: internal error: {}", one_line(&message));
     }));
     let args = Args::parse();
+    SHOW_BACKTRACES.store(args.verbose > 0, std::sync::atomic::Ordering::Relaxed);
     if let Err(e) = logging::init(args.verbose, args.log_file.as_deref()) {
         print_error(&e);
         return ExitCode::FAILURE;
