@@ -26,6 +26,9 @@ use fluss::metadata::{PartitionInfo, TableInfo, TablePath};
 use futures::stream::BoxStream;
 
 #[doc(hidden)]
+/// The cluster RPC messages, shared with the repository's Fluss RPC test server
+/// (`test-support` feature: not public API).
+#[cfg(feature = "test-support")]
 pub use cluster::wire as cluster_wire;
 pub use cluster::{ClusterOptions, ClusterSource};
 pub use local_store::{LocalStore, LocalStoreOptions, StoreClock};

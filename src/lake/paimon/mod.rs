@@ -313,7 +313,9 @@ pub fn paimon_type(ty: &FlussType, nullable: bool) -> Result<DataType> {
 
 impl PaimonLake {
     /// Reads a whole table (merged: PK levels deduplicated, deletes applied) at a
-    /// snapshot or the latest, as arrow-59 batches (tests compare it with pypaimon).
+    /// snapshot or the latest, as arrow-59 batches (tests compare it with pypaimon;
+    /// `test-support` feature: not public API).
+    #[cfg(any(test, feature = "test-support"))]
     pub async fn read_all(
         &self,
         database: &str,

@@ -26,6 +26,7 @@ mod kv_scan;
 mod lookup;
 mod predicate;
 mod remote_log;
+#[cfg_attr(not(feature = "test-support"), allow(dead_code, unreachable_pub))]
 pub mod wire;
 mod write;
 

@@ -50,7 +50,9 @@ use crate::lake::tiering::TieringResult;
 use crate::log::reader::{bucket_offsets, count_log_rows};
 use crate::log::schema::SchemaVersion;
 use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
-use crate::storage::{FaultInjector, Storage};
+use crate::storage::Storage;
+#[cfg(any(test, feature = "test-support"))]
+use crate::storage::FaultInjector;
 
 /// Tuning of a LocalStore.
 #[derive(Clone)]
@@ -155,7 +157,9 @@ impl LocalStore {
         Ok(Self::on_storage(Storage::open(location)?, options))
     }
 
-    /// A store whose durable write steps pass `faults` first (crash tests).
+    /// A store whose durable write steps pass `faults` first (crash tests;
+    /// `test-support` feature: not public API).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn open_with_faults(
         location: &str,
         options: LocalStoreOptions,
