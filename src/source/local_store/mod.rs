@@ -50,9 +50,9 @@ use crate::lake::tiering::TieringResult;
 use crate::log::reader::{bucket_offsets, count_log_rows};
 use crate::log::schema::SchemaVersion;
 use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
-use crate::storage::Storage;
 #[cfg(any(test, feature = "test-support"))]
 use crate::storage::FaultInjector;
+use crate::storage::Storage;
 
 /// Tuning of a LocalStore.
 #[derive(Clone)]
