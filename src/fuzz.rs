@@ -137,7 +137,7 @@ pub fn segment(data: &[u8]) {
 /// between them) as a source opens it.
 pub fn metadata(data: &[u8]) {
     use crate::source::metadata::{
-        DatabaseRegistration, LakeTable, PartitionRegistration, TableBucketOffsets,
+        DatabaseRegistration, PartitionRegistration, RegisteredLakeSnapshots, TableBucketOffsets,
         TableRegistration,
     };
     let Some((&selector, bytes)) = data.split_first() else {
@@ -161,7 +161,7 @@ pub fn metadata(data: &[u8]) {
             let _ = serde_json::from_slice::<DatabaseRegistration>(bytes);
         }
         4 => {
-            let _ = LakeTable::from_json(bytes);
+            let _ = RegisteredLakeSnapshots::from_json(bytes);
         }
         5 => {
             if let Ok(offsets) = TableBucketOffsets::from_json(bytes) {

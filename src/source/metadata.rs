@@ -86,9 +86,10 @@ pub struct LakeSnapshotEntry {
     pub readable_offsets: Option<String>,
 }
 
-/// `/tabletservers/tables/<table_id>/laketable`: the registered lake snapshots.
+/// `/tabletservers/tables/<table_id>/laketable`: the lake snapshots Fluss registered for
+/// a table (Java's `LakeTable`; named apart from the [`crate::lake::LakeTable`] trait).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LakeTable {
+pub struct RegisteredLakeSnapshots {
     /// Registered snapshots, oldest first; the last is the latest.
     pub snapshots: Vec<LakeSnapshotEntry>,
     /// Offsets of a legacy (v1) znode, stored inline instead of in files.
@@ -126,7 +127,7 @@ struct LakeTableV1 {
     buckets: Vec<LakeTableV1Bucket>,
 }
 
-impl LakeTable {
+impl RegisteredLakeSnapshots {
     /// Parses a v1 or v2 znode.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         let value: serde_json::Value = serde_json::from_slice(bytes)?;
@@ -365,15 +366,18 @@ mod tests {
     #[test]
     fn lake_table_v2_and_legacy_v1() {
         let v2 = r#"{"version":2,"lake_snapshots":[{"snapshot_id":3,"tiered_offsets":"/path/to/tiered3","readable_offsets":"/path/to/readable3"},{"snapshot_id":4,"tiered_offsets":"/path/to/tiered4","readable_offsets":"/path/to/readable4"},{"snapshot_id":5,"tiered_offsets":"/path/to/tiered5"}]}"#;
-        let table = LakeTable::from_json(v2.as_bytes()).unwrap();
+        let table = RegisteredLakeSnapshots::from_json(v2.as_bytes()).unwrap();
         assert_eq!(table.latest().unwrap().snapshot_id, 5);
         assert_eq!(table.latest_readable().unwrap().snapshot_id, 4);
         assert_eq!(String::from_utf8(table.to_json().unwrap()).unwrap(), v2);
         let v1 = r#"{"version":1,"snapshot_id":11,"table_id":5,"buckets":[{"partition_id":1,"bucket_id":1,"log_end_offset":200},{"partition_id":1,"bucket_id":0,"log_end_offset":100}]}"#;
-        let legacy = LakeTable::from_json(v1.as_bytes()).unwrap().legacy.unwrap();
+        let legacy = RegisteredLakeSnapshots::from_json(v1.as_bytes())
+            .unwrap()
+            .legacy
+            .unwrap();
         assert_eq!(legacy.snapshot_id, 11);
         assert_eq!(legacy.buckets, vec![(Some(1), 1, 200), (Some(1), 0, 100)]);
-        assert!(LakeTable::from_json(br#"{"version":3}"#).is_err());
+        assert!(RegisteredLakeSnapshots::from_json(br#"{"version":3}"#).is_err());
     }
 
     #[test]

@@ -32,7 +32,9 @@ use futures::stream::BoxStream;
 pub use cluster::wire as cluster_wire;
 pub use cluster::{ClusterOptions, ClusterSource};
 pub use local_store::{LocalStore, LocalStoreOptions, StoreClock};
-pub use metadata::TableBucketOffsets;
+pub use metadata::{
+    LakeSnapshotEntry, LegacyLakeSnapshot, RegisteredLakeSnapshots, TableBucketOffsets,
+};
 pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, NewColumn, WriteKind, WriteResult};
 
 pub use crate::table::{

@@ -39,7 +39,9 @@ pub(crate) use self::intent::WriteIntent;
 pub(crate) use self::write::WriteGuard;
 use self::write::WriterState;
 use super::layout::{self, validate_name};
-use super::metadata::{LakeTable, PartitionRegistration, TableBucketOffsets, TableRegistration};
+use super::metadata::{
+    PartitionRegistration, RegisteredLakeSnapshots, TableBucketOffsets, TableRegistration,
+};
 use super::{
     BucketLocation, BucketOffsets, FlussSource, FlussTable, FlussWriter, ReadableSnapshot,
 };
@@ -366,11 +368,12 @@ impl LocalStore {
     }
 
     /// The registered lake snapshots of a table (`laketable` znode).
-    pub async fn lake_table(&self, table_id: i64) -> Result<LakeTable> {
+    pub async fn lake_table(&self, table_id: i64) -> Result<RegisteredLakeSnapshots> {
         let node = layout::lake_table_node(table_id);
         match self.storage.read_optional(&node).await? {
-            Some(bytes) => LakeTable::from_json(&bytes).map_err(|e| e.with_context("file", &node)),
-            None => Ok(LakeTable::default()),
+            Some(bytes) => RegisteredLakeSnapshots::from_json(&bytes)
+                .map_err(|e| e.with_context("file", &node)),
+            None => Ok(RegisteredLakeSnapshots::default()),
         }
     }
 
@@ -455,7 +458,7 @@ impl LocalStore {
     }
 }
 
-fn legacy_snapshot(lake: &LakeTable, table_id: i64) -> Option<ReadableSnapshot> {
+fn legacy_snapshot(lake: &RegisteredLakeSnapshots, table_id: i64) -> Option<ReadableSnapshot> {
     lake.legacy.as_ref().map(|legacy| {
         let mut offsets = TableBucketOffsets::new(table_id);
         for (partition, bucket, offset) in &legacy.buckets {
