@@ -213,7 +213,7 @@ pub trait LakeTable: fmt::Debug + Send + Sync {
     fn format_name(&self) -> &'static str;
 
     /// Checks that the lake table can serve the Fluss schema: every Fluss column
-    /// exists in it, with values of the same kind ([`columns`]).
+    /// exists in it, with values of the same kind (`columns`).
     fn check_schema(&self, fluss: &SchemaRef) -> Result<()>;
 
     /// The legacy system columns (`__bucket`, `__offset`, `__timestamp`) the lake

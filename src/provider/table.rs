@@ -1088,7 +1088,7 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
             .collect())
     }
 
-    /// Every column of a primary-key table defaults to [`super::write::unlisted_column`],
+    /// Every column of a primary-key table defaults to `provider::write::unlisted_column`,
     /// so that [`super::write::FlussWriteRule`] writes an INSERT that leaves columns out
     /// as a Fluss partial update (the columns keep their values).
     fn get_column_default(&self, _column: &str) -> Option<&Expr> {
@@ -1107,7 +1107,7 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         Err(super::write::refusal("INSERT", &self.table.path))
     }
 
-    /// See [`Self::insert_into`].
+    /// See `insert_into`.
     async fn delete_from(
         &self,
         _state: &dyn Session,
@@ -1116,7 +1116,7 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         Err(super::write::refusal("DELETE", &self.table.path))
     }
 
-    /// See [`Self::insert_into`].
+    /// See `insert_into`.
     async fn update(
         &self,
         _state: &dyn Session,
@@ -1126,7 +1126,7 @@ impl datafusion::catalog::TableProvider for FlussTableProvider {
         Err(super::write::refusal("UPDATE", &self.table.path))
     }
 
-    /// See [`Self::insert_into`].
+    /// See `insert_into`.
     async fn merge_into(
         &self,
         _state: &dyn Session,

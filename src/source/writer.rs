@@ -210,7 +210,7 @@ pub trait FlussWriter: Send + Sync {
         )))
     }
 
-    /// `ALTER TABLE path ADD ...`: appends nullable columns ([`schema_with_columns`]'s
+    /// `ALTER TABLE path ADD ...`: appends nullable columns (`schema_with_columns`'s
     /// rules), evolving the table's lake first when it has one, as Fluss's coordinator
     /// does. Writers that cannot refuse it.
     async fn add_columns(&self, path: &TablePath, columns: &[NewColumn]) -> Result<()> {

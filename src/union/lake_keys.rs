@@ -221,7 +221,7 @@ struct Entries {
     clock: u64,
 }
 
-/// Lake files' keys by [`LakeFileId`], at most `capacity` bytes of them.
+/// Lake files' keys by `LakeFileId`, at most `capacity` bytes of them.
 pub struct LakeKeyCache {
     capacity: usize,
     entries: Mutex<Entries>,

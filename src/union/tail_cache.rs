@@ -73,7 +73,7 @@ struct Entries {
     clock: u64,
 }
 
-/// Folded tails by [`TailKey`], at most `capacity` bytes of them.
+/// Folded tails by `TailKey`, at most `capacity` bytes of them.
 pub struct TailCache {
     capacity: usize,
     entries: Mutex<Entries>,

@@ -113,7 +113,7 @@ struct Args {
     /// Lineitem rows for the log decode benchmark (ZSTD and LZ4_FRAME tables).
     #[arg(long, default_value_t = 1_000_000)]
     decode_rows: usize,
-    /// Where generated stores go (default: <out>/data); removed after use unless --keep-data.
+    /// Where generated stores go (default: `<out>/data`); removed after use unless --keep-data.
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// Keep the generated stores.

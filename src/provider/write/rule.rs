@@ -25,7 +25,7 @@ use crate::provider::{FlussTableProvider, ReadMode};
 use crate::source::FlussTable;
 use crate::union::filters::{combinations, key_literals};
 
-/// The analyzer rule that plans writes to Fluss tables (see the [module](super)):
+/// The analyzer rule that plans writes to Fluss tables (see the `provider::write` module):
 /// `INSERT` appends to log tables and upserts into primary-key tables (an INSERT
 /// that lists some columns is a Fluss partial update), `UPDATE` is a partial update
 /// of its SET columns, `DELETE` deletes by key, and `MERGE INTO` upserts and deletes.
