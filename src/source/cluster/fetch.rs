@@ -42,6 +42,8 @@ pub(crate) struct TabletConnection {
     /// failed on the socket, or broke the protocol): the stream may stop inside a
     /// frame or be closed, so the connection is replaced.
     broken: AtomicBool,
+    /// The API keys and versions the server answers, asked once (ApiVersions).
+    api_versions: tokio::sync::OnceCell<Vec<wire::PbApiVersion>>,
 }
 
 /// Marks the connection broken unless disarmed (a whole answer was read).
@@ -84,6 +86,7 @@ impl TabletConnection {
             stream: Mutex::new(BufStream::new(stream)),
             next_request_id: AtomicI32::new(0),
             broken: AtomicBool::new(false),
+            api_versions: tokio::sync::OnceCell::new(),
         };
         if let Some(c) = credentials {
             // PLAIN's one message: authzid NUL authcid NUL password (RFC 4616).
@@ -114,6 +117,32 @@ impl TabletConnection {
                 })?;
         }
         Ok(connection)
+    }
+
+    /// Whether the server answers `api` at `version`, from its ApiVersions answer,
+    /// asked once per connection (a server leaves requests it does not know
+    /// unanswered, as Fluss 0.9.1 does ScanKv).
+    pub(super) async fn serves(&self, api: i16, version: i16, timeout: Duration) -> Result<bool> {
+        let versions = self
+            .api_versions
+            .get_or_try_init(|| async {
+                let answer: wire::ApiVersionsResponse = self
+                    .request(
+                        (api_key::API_VERSIONS, 0),
+                        &wire::ApiVersionsRequest {
+                            client_software_name: "fluss-datafusion".to_string(),
+                            client_software_version: env!("CARGO_PKG_VERSION").to_string(),
+                        },
+                        timeout,
+                    )
+                    .await?;
+                Ok::<_, Error>(answer.api_versions)
+            })
+            .await?;
+        Ok(versions.iter().any(|v| {
+            v.api_key == i32::from(api)
+                && (v.min_version..=v.max_version).contains(&i32::from(version))
+        }))
     }
 
     /// Sends `request` and reads its answer, giving up after `timeout` (a tablet server

@@ -58,7 +58,12 @@ pub(super) fn scan_bucket(
                     None => e,
                 }
             };
-            if matches!(state, ScanState::Open) && !serves_scan_kv(&connection, timeout).await? {
+            if matches!(state, ScanState::Open)
+                && !connection
+                    .serves(wire::api_key::SCAN_KV, SCAN_KV_API_VERSION, timeout)
+                    .await
+                    .map_err(context)?
+            {
                 // a server without ScanKv (Fluss 0.9) leaves its requests unanswered
                 return Err(context(Error::new(
                     ErrorKind::FeatureUnsupported,
@@ -99,7 +104,7 @@ pub(super) fn scan_bucket(
                     timeout,
                 )
                 .await
-                .map_err(|e| context(unsupported_before_1_0(e)))?;
+                .map_err(context)?;
             if let Some(code) = response.error_code.filter(|c| *c != 0) {
                 return Err(context(Error::new(
                     ErrorKind::Cluster,
@@ -135,37 +140,4 @@ pub(super) fn scan_bucket(
         }
     });
     Box::pin(stream)
-}
-
-/// Whether the server lists ScanKv among the API versions it answers (Fluss 0.9.1
-/// does not, and never answers a request it does not know).
-async fn serves_scan_kv(connection: &TabletConnection, timeout: Duration) -> Result<bool> {
-    let versions: wire::ApiVersionsResponse = connection
-        .request(
-            (wire::api_key::API_VERSIONS, 0),
-            &wire::ApiVersionsRequest {
-                client_software_name: "fluss-datafusion".to_string(),
-                client_software_version: env!("CARGO_PKG_VERSION").to_string(),
-            },
-            timeout,
-        )
-        .await?;
-    Ok(versions.api_versions.iter().any(|v| {
-        v.api_key == i32::from(wire::api_key::SCAN_KV)
-            && (v.min_version..=v.max_version).contains(&i32::from(SCAN_KV_API_VERSION))
-    }))
-}
-
-/// A server that does not know ScanKv (Fluss before 1.0) refuses its API key: say so.
-fn unsupported_before_1_0(e: Error) -> Error {
-    let code = wire::error_code::UNSUPPORTED_VERSION.to_string();
-    if e.context_value("error_code") == Some(code.as_str()) {
-        return Error::new(
-            ErrorKind::FeatureUnsupported,
-            "the tablet server does not serve ScanKv (client.scanner.kv.batch-strategy = \
-             server-scan needs Fluss 1.0 or later)",
-        )
-        .with_source(e);
-    }
-    e
 }

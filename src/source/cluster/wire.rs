@@ -43,8 +43,6 @@ pub mod api_key {
 
 /// Fluss error codes this crate tells apart (Java `Errors`).
 pub mod error_code {
-    /// The server does not know the API key or version asked for.
-    pub const UNSUPPORTED_VERSION: i32 = 2;
     /// The fetch offset is outside `[log start, high watermark]`.
     pub const LOG_OFFSET_OUT_OF_RANGE: i32 = 19;
     /// No such table or bucket on this server.
