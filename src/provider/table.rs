@@ -569,11 +569,7 @@ impl FlussTableProvider {
     /// rest), so folding it would lose keys. The latter is an error where the source
     /// cannot scan its servers.
     fn kv_scan_reason(&self, state: &dyn Session, cut: &UnionCut) -> Result<Option<KvScanReason>> {
-        if self.mode != ReadMode::Union
-            || self.as_of.is_some()
-            || self.skip_partitions.is_some()
-            || !self.table.info.has_primary_key()
-        {
+        if !self.reads_current_pk_rows() {
             return Ok(None);
         }
         let strategy = fluss_options(state).kv_batch_strategy;
@@ -599,7 +595,7 @@ impl FlussTableProvider {
             (false, Some(_)) => KvScanReason::ChangelogExpired,
             (false, None) => return Ok(None),
         };
-        if self.source.serves_kv_scans(&self.table) {
+        if self.may_scan_kv() {
             return Ok(Some(reason));
         }
         let e = match expired {
@@ -622,15 +618,21 @@ impl FlussTableProvider {
         Err(e.with_context("table", self.table.path.to_string()))
     }
 
-    /// Whether this scan may read the tablet servers' current rows (ScanKv) instead
-    /// of folding the changelog: the table as it is now, with a primary key, from a
-    /// source that scans its servers.
-    fn may_scan_kv(&self) -> bool {
+    /// Whether this scan reads a primary-key table's rows as they are now, whole (the
+    /// union, not at a past time, and not the lake-only rest of a `server-scan`):
+    /// the reads whose rows the tablet servers' key-value state holds.
+    fn reads_current_pk_rows(&self) -> bool {
         self.mode == ReadMode::Union
             && self.as_of.is_none()
             && self.skip_partitions.is_none()
             && self.table.info.has_primary_key()
-            && self.source.serves_kv_scans(&self.table)
+    }
+
+    /// Whether this scan may read the tablet servers' current rows (ScanKv) instead
+    /// of folding the changelog: [`Self::reads_current_pk_rows`], from a source that
+    /// scans its servers.
+    fn may_scan_kv(&self) -> bool {
+        self.reads_current_pk_rows() && self.source.serves_kv_scans(&self.table)
     }
 
     /// The current rows of the cut's buckets by ScanKv, and, beside them, the
