@@ -95,31 +95,13 @@ impl LogCursor {
 
     /// The error for a log that ends before the range does.
     pub fn ended_early(&self) -> Error {
-        Error::data_invalid(format!(
-            "log ends at offset {} but the read range stops at {}",
-            self.position, self.range.stop
-        ))
+        ended_early(self.position, self.range.stop)
     }
 
     /// Takes the next batch of the log: `Some` rows when it holds rows of the range
     /// that its statistics do not exclude.
     pub fn accept(&mut self, batch: &LogBatch) -> Result<Option<ChangelogBatch>> {
-        // The first batch holds `start`; every later one begins where the one
-        // before it ended. Anything else means offsets are missing from the log.
-        let contiguous = if self.started {
-            batch.base_offset() == self.position
-        } else {
-            batch.base_offset() <= self.position
-        };
-        if !contiguous {
-            return Err(Error::data_invalid(format!(
-                "the log skips from offset {} to a batch at {}: offsets are missing",
-                self.position,
-                batch.base_offset()
-            ))
-            .with_context("expected_offset", self.position)
-            .with_context("found_offset", batch.base_offset()));
-        }
+        continues(batch, self.position, self.started)?;
         self.started = true;
         self.position = batch.next_offset();
         if self.options.verify_crc {
@@ -268,4 +250,31 @@ impl PruningStatistics for SingleBatchStatistics<'_> {
     fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
         None
     }
+}
+
+/// Checks that `batch` continues a read at offset `position`: the first batch of a
+/// read (`started` false) holds `position`, and every later one begins where the one
+/// before it ended. Anything else means offsets are missing from the log.
+pub(crate) fn continues(batch: &LogBatch, position: i64, started: bool) -> Result<()> {
+    let contiguous = if started {
+        batch.base_offset() == position
+    } else {
+        batch.base_offset() <= position
+    };
+    if contiguous {
+        return Ok(());
+    }
+    Err(Error::data_invalid(format!(
+        "the log skips from offset {position} to a batch at {}: offsets are missing",
+        batch.base_offset()
+    ))
+    .with_context("expected_offset", position)
+    .with_context("found_offset", batch.base_offset()))
+}
+
+/// The error for a log that ends at `position`, before the read range's `stop`.
+pub(crate) fn ended_early(position: i64, stop: i64) -> Error {
+    Error::data_invalid(format!(
+        "log ends at offset {position} but the read range stops at {stop}"
+    ))
 }

@@ -10,7 +10,7 @@ use datafusion::physical_plan::metrics::Count;
 use fluss::record::ChangeType;
 
 use super::batch::LogBatch;
-use super::cursor::LogCursor;
+use super::cursor::{LogCursor, continues, ended_early};
 use super::schema::{SchemaHistory, SchemaVersion};
 use super::segment::{SegmentFile, list_segments, read_segment_range};
 use crate::error::{Error, Result};
@@ -292,17 +292,7 @@ pub async fn count_log_rows(
             if batch.next_offset() <= position || batch.base_offset() >= range.stop {
                 continue;
             }
-            let contiguous = if started {
-                batch.base_offset() == position
-            } else {
-                batch.base_offset() <= position
-            };
-            if !contiguous {
-                return Err(context(Error::data_invalid(format!(
-                    "the log skips from offset {position} to a batch at {}: offsets are missing",
-                    batch.base_offset()
-                ))));
-            }
+            continues(batch, position, started).map_err(context)?;
             batch.verify_crc().map_err(context)?;
             if i64::from(batch.record_count()) != i64::from(batch.last_offset_delta()) + 1 {
                 return Ok(None);
@@ -315,11 +305,7 @@ pub async fn count_log_rows(
         }
     }
     if position < range.stop {
-        return Err(Error::data_invalid(format!(
-            "log ends at offset {position} but the read range stops at {}",
-            range.stop
-        ))
-        .with_context("dir", bucket_dir));
+        return Err(ended_early(position, range.stop).with_context("dir", bucket_dir));
     }
     Ok(Some(rows))
 }
