@@ -153,7 +153,8 @@ impl Error {
                     message: ours.message.clone(),
                     context: ours.context.clone(),
                     source: ours.source.as_ref().map(|s| s.to_string().into()),
-                    backtrace: captured_backtrace(),
+                    // where the shared original was made is not copied, and here is not it
+                    backtrace: None,
                 }),
                 None => Err(e),
             },

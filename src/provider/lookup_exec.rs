@@ -27,8 +27,8 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
     execute_stream,
 };
+use futures::TryStreamExt;
 use futures::future::BoxFuture;
-use futures::{StreamExt, TryStreamExt};
 
 use super::describe::describe_projection;
 use super::view_types::answered_rows;
@@ -320,11 +320,9 @@ impl ExecutionPlan for FlussKeyLookupExec {
                 stream_schema,
                 futures::stream::iter([Ok(rows)]),
             ));
-            Ok(one)
+            Ok::<_, DataFusionError>(one)
         });
-        let stream = stream
-            .map(|r: DfResult<SendableRecordBatchStream>| r)
-            .try_flatten();
+        let stream = stream.try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
 
