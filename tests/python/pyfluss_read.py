@@ -15,7 +15,7 @@ Output:
                  # record-mode LogScanner.poll from the earliest offset up to the latest
      "arrow_rows": [{...}]}                  # record-batch LogScanner.to_arrow()
 
-Used by crates/fluss-test-support/tests/pyfluss.rs against the in-process test server.
+Used by crates/fluss-test-support/tests/suite/pyfluss.rs against the in-process test server.
 """
 
 import argparse

@@ -1,6 +1,6 @@
 //! The wire protocol seen by a raw client: framing, error responses, fetch semantics.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fluss_test_support::errors;

@@ -3,7 +3,7 @@
 //! server serving a LocalStore: every query answers as the same SQL on the LocalStore
 //! itself does, for log and primary-key tables, union reads and `t$lake`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! written exactly once or named in the error; what the error says was acknowledged
 //! is what a read finds.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

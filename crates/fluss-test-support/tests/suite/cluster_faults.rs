@@ -4,7 +4,7 @@
 //! is an error naming the server (`host:port`) or the table and bucket, and never a
 //! partial result; none hangs.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

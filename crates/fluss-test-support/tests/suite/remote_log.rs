@@ -6,7 +6,7 @@
 //! that start in remote segments answer as the LocalStore does; a missing segment is an
 //! error naming the file.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

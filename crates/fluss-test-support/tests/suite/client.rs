@@ -1,6 +1,6 @@
 //! The official Rust client, fluss-rs 1.0, against the test server.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
