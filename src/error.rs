@@ -292,6 +292,7 @@ impl From<fluss::error::Error> for Error {
     }
 }
 
+#[cfg(feature = "paimon")]
 impl From<paimon::Error> for Error {
     fn from(e: paimon::Error) -> Self {
         Error::new(ErrorKind::Lake, "paimon operation failed").with_source(e)

@@ -15,9 +15,13 @@
 //! read with the `paimon` crate (arrow 58, bridged zero-copy by `arrow_bridge`);
 //! tiering the LocalStore's log into the lake is in [`tiering`].
 
+#[cfg(any(feature = "paimon", feature = "iceberg"))]
 pub(crate) mod arrow_bridge;
+#[cfg(any(feature = "paimon", feature = "iceberg"))]
 mod columns;
+#[cfg(feature = "iceberg")]
 pub mod iceberg;
+#[cfg(feature = "paimon")]
 pub mod paimon;
 mod plan;
 pub mod predicate;
@@ -85,12 +89,32 @@ impl LakeFormat {
             Self::Lance => "lance",
         }
     }
+
+    /// The error for a table whose lake format this build was compiled without (its
+    /// Cargo feature is off); `None` when the format is compiled in, or is one the
+    /// library has no feature for.
+    pub(crate) fn compiled_out(self, table: &FlussTable) -> Option<Error> {
+        let feature = match self {
+            Self::Paimon if !cfg!(feature = "paimon") => "paimon",
+            Self::Iceberg if !cfg!(feature = "iceberg") => "iceberg",
+            _ => return None,
+        };
+        Some(
+            Error::unsupported(format!(
+                "the table's lake is {}, which this build of fluss-datafusion was compiled \
+                 without: enable its `{feature}` feature",
+                self.name()
+            ))
+            .with_context("table", table.path.to_string()),
+        )
+    }
 }
 
 /// A legacy system column as `t$lake` shows it: `__bucket` INT, `__offset` BIGINT,
 /// `__timestamp` a UTC timestamp of the lake's precision (`timestamp_unit`: Paimon
 /// `TIMESTAMP_LTZ(3)`, or 6 on tables of Fluss 0.8; Iceberg `timestamptz`, µs).
 /// `None` for other names.
+#[cfg(any(feature = "paimon", feature = "iceberg"))]
 pub(crate) fn system_column(
     name: &str,
     timestamp_unit: datafusion::arrow::datatypes::TimeUnit,
@@ -251,17 +275,21 @@ pub async fn open(
     table: &FlussTable,
 ) -> Result<Option<Arc<dyn LakeTable>>> {
     match location.format {
+        #[cfg(feature = "paimon")]
         LakeFormat::Paimon => Ok(paimon::PaimonLakeTable::open(location, table)
             .await?
             .map(|t| Arc::new(t) as Arc<dyn LakeTable>)),
+        #[cfg(feature = "iceberg")]
         LakeFormat::Iceberg => Ok(iceberg::IcebergLakeTable::open(location, table)
             .await?
             .map(|t| Arc::new(t) as Arc<dyn LakeTable>)),
-        other => Err(Error::unsupported(format!(
-            "lake format {} is not supported yet (paimon and iceberg are)",
-            other.name()
-        ))
-        .with_context("table", table.path.to_string())),
+        other => Err(other.compiled_out(table).unwrap_or_else(|| {
+            Error::unsupported(format!(
+                "lake format {} is not supported yet (paimon and iceberg are)",
+                other.name()
+            ))
+            .with_context("table", table.path.to_string())
+        })),
     }
 }
 
@@ -273,6 +301,7 @@ pub async fn open(
 /// ALTER finds there and skips.
 pub async fn add_lake_columns(location: &LakeLocation, table: &FlussTable) -> Result<()> {
     match location.format {
+        #[cfg(feature = "paimon")]
         LakeFormat::Paimon => {
             let lake =
                 paimon::PaimonLake::open_with_options(&location.warehouse, &location.options)?;
@@ -284,12 +313,15 @@ pub async fn add_lake_columns(location: &LakeLocation, table: &FlussTable) -> Re
             }
             Ok(())
         }
+        #[cfg(feature = "iceberg")]
         LakeFormat::Iceberg => iceberg::evolve::add_lake_columns(table, location).await,
-        other => Err(Error::unsupported(format!(
-            "lake format {} cannot take new columns here (paimon and iceberg can)",
-            other.name()
-        ))
-        .with_context("table", table.path.to_string())),
+        other => Err(other.compiled_out(table).unwrap_or_else(|| {
+            Error::unsupported(format!(
+                "lake format {} cannot take new columns here (paimon and iceberg can)",
+                other.name()
+            ))
+            .with_context("table", table.path.to_string())
+        })),
     }
 }
 
@@ -415,6 +447,7 @@ pub async fn plan_snapshot(
 }
 
 /// A lake error from a format crate (`paimon`, `iceberg`), naming the table.
+#[cfg(any(feature = "paimon", feature = "iceberg"))]
 pub(crate) fn lake_error<E>(message: &str, table: &str) -> impl FnOnce(E) -> Error + use<E>
 where
     E: std::error::Error + Send + Sync + 'static,
@@ -452,5 +485,55 @@ pub(crate) fn lake_table_dir(
         LakeFormat::Paimon => Some(format!("{}.db/{}", path.database(), path.table())),
         LakeFormat::Iceberg => Some(format!("{}/{}", path.database(), path.table())),
         _ => None,
+    }
+}
+
+/// A build with a lake format compiled out (`cargo test --lib --no-default-features
+/// --features paimon`, or `iceberg`): its tables still take writes and read their
+/// log, and tiering them is an error naming the feature to enable.
+#[cfg(all(test, not(all(feature = "paimon", feature = "iceberg"))))]
+mod compiled_out_tests {
+    use std::sync::Arc;
+
+    use crate::ErrorKind;
+    use crate::source::LocalStore;
+    use crate::sql::FlussSession;
+
+    #[tokio::test]
+    async fn a_table_of_a_format_compiled_out_names_the_missing_feature() {
+        let missing = if cfg!(feature = "paimon") {
+            "iceberg"
+        } else {
+            "paimon"
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path().to_str().unwrap())
+            .await
+            .unwrap();
+        let session = FlussSession::new(Arc::new(store)).await.unwrap();
+        session
+            .execute(&format!(
+                "CREATE TABLE t (id INT, name STRING) WITH ('bucket.num' = '1', \
+                 'table.datalake.enabled' = 'true', 'table.datalake.format' = '{missing}')"
+            ))
+            .await
+            .unwrap();
+        session
+            .execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+            .await
+            .unwrap();
+
+        let err = session.execute("CALL fluss.tier('t')").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::FeatureUnsupported, "{err}");
+        assert!(
+            err.to_string().contains(&format!("`{missing}` feature")),
+            "{err}"
+        );
+        assert_eq!(err.context_value("table"), Some("fluss.t"), "{err}");
+
+        // Nothing was tiered: the union read is the log, complete.
+        let rows = session.execute("SELECT count(*) FROM t").await.unwrap();
+        let count = datafusion::arrow::util::pretty::pretty_format_batches(&rows).unwrap();
+        assert!(count.to_string().contains("| 2 "), "{count}");
     }
 }

@@ -73,7 +73,9 @@ pub async fn lake_writer(
     table: &FlussTable,
 ) -> Result<Box<dyn LakeWriter>> {
     match location.format {
+        #[cfg(feature = "paimon")]
         LakeFormat::Paimon => super::paimon::tiering::writer(location, table).await,
+        #[cfg(feature = "iceberg")]
         LakeFormat::Iceberg => super::iceberg::tiering::writer(location, table).await,
         other => Err(unsupported(other, table)),
     }
@@ -82,19 +84,27 @@ pub async fn lake_writer(
 /// The snapshot an interrupted round committed, found by what it recorded (and, if
 /// the crash came before it, given its `fluss-offsets` property); `None` if the
 /// round never committed.
+#[cfg_attr(
+    not(any(feature = "paimon", feature = "iceberg")),
+    allow(unused_variables)
+)]
 pub async fn find_commit(
     location: &LakeLocation,
     table: &FlussTable,
     pending: &PendingCommit,
 ) -> Result<Option<i64>> {
     match location.format {
+        #[cfg(feature = "paimon")]
         LakeFormat::Paimon => super::paimon::tiering::find_commit(location, table, pending).await,
+        #[cfg(feature = "iceberg")]
         LakeFormat::Iceberg => super::iceberg::tiering::find_commit(location, table, pending).await,
         other => Err(unsupported(other, table)),
     }
 }
 
 fn unsupported(format: LakeFormat, table: &FlussTable) -> Error {
-    Error::unsupported(format!("tiering to {} is not supported yet", format.name()))
-        .with_context("table", table.path.to_string())
+    format.compiled_out(table).unwrap_or_else(|| {
+        Error::unsupported(format!("tiering to {} is not supported yet", format.name()))
+            .with_context("table", table.path.to_string())
+    })
 }

@@ -82,6 +82,7 @@ impl LogCursor {
     /// filters batches by their statistics says none of their rows matches (a
     /// FetchLog answer's gaps and `filtered_end_offset`). The next batch must start
     /// exactly at `offset`.
+    #[cfg(feature = "cluster")]
     pub fn skip_to(&mut self, offset: i64) {
         if offset > self.position {
             self.position = offset;

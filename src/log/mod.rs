@@ -31,6 +31,7 @@ mod tests;
 pub use batch::{BatchIterator, ChangeTypes, LogBatch};
 pub use builder::LogBatchBuilder;
 pub use compression::ArrowCompression;
+#[cfg(feature = "cluster")]
 pub(crate) use cursor::LogCursor;
 pub use format::LogMagic;
 pub use reader::{

@@ -8,6 +8,7 @@
 //! `RecordBatchLogReader`) can implement the same trait.
 
 pub(crate) mod bucketing;
+#[cfg(feature = "cluster")]
 mod cluster;
 pub(crate) mod conform;
 pub(crate) mod kv;
@@ -28,8 +29,9 @@ use futures::stream::BoxStream;
 #[doc(hidden)]
 /// The cluster RPC messages, shared with the repository's Fluss RPC test server
 /// (`test-support` feature: not public API).
-#[cfg(feature = "test-support")]
+#[cfg(all(feature = "cluster", feature = "test-support"))]
 pub use cluster::wire as cluster_wire;
+#[cfg(feature = "cluster")]
 pub use cluster::{ClusterOptions, ClusterSource};
 pub use local_store::{LocalStore, LocalStoreOptions, StoreClock};
 pub use metadata::{

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::source::layout::validate_partition_name;
 use crate::table::partition_value::render_array_value;
 
+#[cfg(feature = "cluster")]
 pub(crate) use crate::table::partition_value::names_partitions;
 
 /// The partition name of `row`, from its partition columns (in partition-key order).

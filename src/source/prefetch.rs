@@ -128,6 +128,7 @@ fn unchanged(seen: &HashMap<TablePath, TableInfo>, fresh: &HashMap<TablePath, Ta
 }
 
 /// The metadata of `path` prefetched for the statement being planned, if any.
+#[cfg(feature = "cluster")]
 pub(crate) fn prefetched(path: &TablePath) -> Option<TableInfo> {
     PREFETCHED
         .try_with(|tables| tables.get(path).cloned())

@@ -20,13 +20,18 @@
 //! `GOOGLE_SERVICE_ACCOUNT`, …), as the AWS and Google SDKs do. Option values are
 //! never part of an error or a `Debug` rendering: they may be credentials.
 
+// Without `s3` most settings below are read only by the Paimon spelling of them.
+#![cfg_attr(not(feature = "s3"), allow(dead_code, unused_variables))]
+
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use object_store::ObjectStore;
+#[cfg(feature = "s3")]
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+#[cfg(feature = "gcs")]
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
@@ -186,13 +191,16 @@ fn build(
     store_url: &str,
     options: &HashMap<String, String>,
 ) -> Result<Arc<dyn ObjectStore>> {
+    #[cfg(any(feature = "s3", feature = "gcs"))]
     let failed = |e: object_store::Error| {
         Error::invalid_input("cannot configure the object store")
             .with_context("location", store_url)
             .with_source(e)
     };
+    #[cfg(any(feature = "s3", feature = "gcs"))]
     let bucket = url.host_str().unwrap_or_default();
     match url.scheme() {
+        #[cfg(feature = "s3")]
         "s3" | "s3a" => {
             let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
             builder = s3_settings(builder, options, &ENDPOINT, &ACCESS_KEY, &SECRET_KEY);
@@ -208,6 +216,7 @@ fn build(
             Ok(Arc::new(builder.build().map_err(failed)?))
         }
         // OSS speaks the S3 protocol with virtual-hosted buckets.
+        #[cfg(feature = "s3")]
         "oss" => {
             let mut builder = AmazonS3Builder::new()
                 .with_bucket_name(bucket)
@@ -222,10 +231,15 @@ fn build(
             );
             Ok(Arc::new(builder.build().map_err(failed)?))
         }
+        #[cfg(feature = "gcs")]
         "gs" | "gcs" => {
             let builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
             Ok(Arc::new(builder.build().map_err(failed)?))
         }
+        #[cfg(not(feature = "s3"))]
+        "s3" | "s3a" | "oss" => Err(compiled_out(url.scheme(), "s3", store_url)),
+        #[cfg(not(feature = "gcs"))]
+        "gs" | "gcs" => Err(compiled_out(url.scheme(), "gcs", store_url)),
         other => Err(Error::unsupported(format!(
             "object stores of scheme '{other}' are not supported (s3, s3a, oss, gs and local files are)"
         ))
@@ -233,6 +247,17 @@ fn build(
     }
 }
 
+/// A store whose scheme this build was compiled without.
+#[cfg(not(all(feature = "s3", feature = "gcs")))]
+fn compiled_out(scheme: &str, feature: &str, store_url: &str) -> Error {
+    Error::unsupported(format!(
+        "object stores of scheme '{scheme}' need fluss-datafusion's `{feature}` feature, \
+         which this build was compiled without"
+    ))
+    .with_context("location", store_url)
+}
+
+#[cfg(feature = "s3")]
 fn s3_settings(
     mut builder: AmazonS3Builder,
     options: &HashMap<String, String>,

@@ -67,21 +67,45 @@ pub async fn load_table(
 ) -> Result<Option<Table>> {
     match IcebergCatalogType::of(location)? {
         IcebergCatalogType::Hadoop => load_hadoop(location, database, table).await,
+        #[cfg(feature = "iceberg-sql")]
         IcebergCatalogType::Sql => load_sql(location, database, table).await,
+        #[cfg(feature = "iceberg-rest")]
         IcebergCatalogType::Rest => load_rest(location, database, table).await,
+        #[cfg(not(feature = "iceberg-sql"))]
+        IcebergCatalogType::Sql => Err(catalog_compiled_out("sql", "iceberg-sql", database, table)),
+        #[cfg(not(feature = "iceberg-rest"))]
+        IcebergCatalogType::Rest => Err(catalog_compiled_out(
+            "rest",
+            "iceberg-rest",
+            database,
+            table,
+        )),
     }
+}
+
+/// A catalog type this build was compiled without.
+#[cfg(not(all(feature = "iceberg-sql", feature = "iceberg-rest")))]
+fn catalog_compiled_out(kind: &str, feature: &str, database: &str, table: &str) -> Error {
+    Error::unsupported(format!(
+        "an Iceberg {kind} catalog needs fluss-datafusion's `{feature}` feature, which this \
+         build was compiled without"
+    ))
+    .with_context("table", format!("{database}.{table}"))
 }
 
 /// Option naming the catalog (`table.datalake.iceberg.name`), as Fluss's
 /// `IcebergCatalogProvider` reads it; rows of other catalogs in the same database are
 /// not this one's.
+#[cfg(any(feature = "iceberg-sql", feature = "iceberg-rest"))]
 pub const CATALOG_NAME_OPTION: &str = "name";
 
 /// Fluss's default Iceberg catalog name (`IcebergLakeCatalog.ICEBERG_CATALOG_DEFAULT_NAME`).
+#[cfg(any(feature = "iceberg-sql", feature = "iceberg-rest"))]
 pub const DEFAULT_CATALOG_NAME: &str = "fluss-iceberg-catalog";
 
 /// Loads a table from a JDBC catalog (`uri`: `sqlite:<path>`, or Java's
 /// `jdbc:sqlite:<path>`): the `iceberg_tables` row names the current metadata file.
+#[cfg(feature = "iceberg-sql")]
 async fn load_sql(location: &LakeLocation, database: &str, table: &str) -> Result<Option<Table>> {
     use iceberg::{Catalog, CatalogBuilder};
     use iceberg_catalog_sql::{
@@ -134,6 +158,7 @@ async fn load_sql(location: &LakeLocation, database: &str, table: &str) -> Resul
 }
 
 /// Options of the location that configure the catalog itself, not the REST client.
+#[cfg(feature = "iceberg-rest")]
 const NOT_REST_PROPERTIES: [&str; 4] =
     [CATALOG_TYPE_OPTION, CATALOG_NAME_OPTION, "uri", "warehouse"];
 
@@ -142,6 +167,7 @@ const NOT_REST_PROPERTIES: [&str; 4] =
 /// `oauth2-server-uri`, `header.*`, as Iceberg's `RESTCatalog` takes them); the
 /// warehouse is passed along. Credentials travel in request headers only: errors
 /// name the uri, and the client redacts headers in its own errors.
+#[cfg(feature = "iceberg-rest")]
 async fn load_rest(location: &LakeLocation, database: &str, table: &str) -> Result<Option<Table>> {
     use iceberg::{Catalog, CatalogBuilder};
     use iceberg_catalog_rest::{

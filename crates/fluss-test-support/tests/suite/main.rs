@@ -3,7 +3,6 @@
 //! fluss-rs 1.0 and pyfluss against a served LocalStore, the library's cluster source
 //! with faults, writes and remote log segments.
 
-#[allow(dead_code)]
 mod common;
 
 mod client;

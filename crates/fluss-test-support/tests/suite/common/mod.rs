@@ -1,7 +1,7 @@
 //! Shared test setup: the fixture cluster, a raw protocol client, and LocalStores built
 //! by SQL for tests that read a served store through the library's cluster source.
 
-#![allow(dead_code)] // each test binary uses a part of it
+#![allow(dead_code)] // each test module uses a part of it
 
 use std::path::PathBuf;
 use std::sync::Arc;
