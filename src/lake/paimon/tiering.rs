@@ -59,7 +59,8 @@ fn with_value_kind(batch: &RecordBatch, changes: &[ChangeType]) -> Result<Record
 }
 
 /// Sets the `fluss-offsets` property of a committed Paimon snapshot (the paimon crate
-/// has no snapshot-properties parameter); the file is replaced atomically.
+/// has no snapshot-properties parameter); the file is replaced atomically (renamed
+/// over on a file system, put whole on an object store).
 async fn set_snapshot_offsets(
     table: &paimon::table::Table,
     snapshot_id: i64,
@@ -93,18 +94,28 @@ async fn set_snapshot_offsets(
             serde_json::Value::String(offsets.to_string()),
         );
     }
-    let tmp = format!("{path}.tmp-{}", uuid::Uuid::new_v4());
+    let content = Bytes::from(serde_json::to_vec(&json)?);
+    // An object store (S3, OSS, GCS) replaces an object atomically on PUT and has no
+    // rename; a file system needs a temporary file renamed over the old one.
+    let on_object_store = path.contains("://") && !path.starts_with("file:");
+    let target = if on_object_store {
+        path.clone()
+    } else {
+        format!("{path}.tmp-{}", uuid::Uuid::new_v4())
+    };
     let write_err = |e: paimon::Error| {
         Error::new(ErrorKind::Lake, "cannot write the snapshot properties")
-            .with_context("file", &tmp)
+            .with_context("file", &target)
             .with_source(e)
     };
-    io.new_output(&tmp)
+    io.new_output(&target)
         .map_err(write_err)?
-        .write(Bytes::from(serde_json::to_vec(&json)?))
+        .write(content)
         .await
         .map_err(write_err)?;
-    io.rename(&tmp, &path).await.map_err(write_err)?;
+    if !on_object_store {
+        io.rename(&target, &path).await.map_err(write_err)?;
+    }
     Ok(())
 }
 
