@@ -546,6 +546,62 @@ impl FlussSession {
         }
     }
 
+    /// Plans a query (`SELECT`, `WITH`, `VALUES`, `EXPLAIN`, `SHOW`) as
+    /// [`FlussSession::query`] does, hints included, and returns its rows as a stream
+    /// instead of collecting them: for readers that consume rows as they come (the
+    /// Python package's `RecordBatchReader`). Statements that change something run
+    /// through [`FlussSession::execute`].
+    pub async fn query_stream(
+        &self,
+        sql: &str,
+    ) -> Result<datafusion::execution::SendableRecordBatchStream> {
+        let mut state = self.ctx.state();
+        for hint in parse::hints(sql) {
+            for (key, value) in applied_hint_options(&hint) {
+                state
+                    .config_mut()
+                    .options_mut()
+                    .set(key, &value)
+                    .map_err(from_datafusion)?;
+            }
+        }
+        let statement = dialect::parse_statement(&state, sql).map_err(from_datafusion)?;
+        if !statement::reads_only(&statement) {
+            return Err(Error::invalid_input(
+                "only a query streams its rows; run statements that change something with execute",
+            ));
+        }
+        let statement = explicit_casts::keep_explicit_casts(statement);
+        let tables = self.fluss_tables_of(&state, &statement)?;
+        let max_age = state
+            .config()
+            .options()
+            .extensions
+            .get::<FlussOptions>()
+            .map_or(0, |o| o.metadata_max_age_ms);
+        let run = || async {
+            self.catalog.take_listing_error();
+            let plan = state
+                .statement_to_plan(statement.clone())
+                .await
+                .map_err(from_datafusion)?;
+            datafusion::dataframe::DataFrame::new(state.clone(), plan)
+                .execute_stream()
+                .await
+                .map_err(from_datafusion)
+        };
+        let max_age = std::time::Duration::from_millis(max_age);
+        match with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await {
+            Ok(stream) => Ok(stream),
+            Err(e) => {
+                if let Some(damage) = self.damage_among(&tables).await {
+                    return Err(damage);
+                }
+                Err(self.missing_among(&tables).await.unwrap_or(e))
+            }
+        }
+    }
+
     /// Runs a statement through DataFusion only. A catalog listing it made that
     /// failed (`SHOW TABLES`, `information_schema` on an unreachable cluster) fails
     /// it, instead of answering as if the catalog were empty.

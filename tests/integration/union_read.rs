@@ -936,3 +936,67 @@ async fn a_filtered_log_table_with_a_tail_is_sized_as_its_filtered_lake_says() {
         "{shown}"
     );
 }
+
+/// `FlussSession::query_stream` (what the Python package's `RecordBatchReader` pulls
+/// from) answers a union read as `execute` does, hints included, and refuses a
+/// statement that changes something.
+#[tokio::test]
+async fn a_query_streams_the_rows_execute_collects() {
+    use fluss_datafusion::sql::FlussSession;
+    use futures::TryStreamExt;
+
+    let (_dir, _store, session) = fluss_test_support::local_store::store_from_sql(
+        fluss_test_support::local_store::TIERED_TABLES_SQL,
+    )
+    .await;
+    for sql in [
+        "SELECT * FROM db.logs ORDER BY id",
+        "SELECT id, v FROM db.kv WHERE n > 3 ORDER BY id",
+    ] {
+        let streamed: Vec<RecordBatch> = session
+            .query_stream(sql)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let collected = session.execute(sql).await.unwrap();
+        assert_eq!(
+            pretty_format_batches(&streamed).unwrap().to_string(),
+            pretty_format_batches(&collected).unwrap().to_string(),
+            "{sql}"
+        );
+    }
+    // hints apply to the streamed statement too (server-scan needs a cluster)
+    let hinted =
+        "SELECT /*+ OPTIONS('client.scanner.kv.batch-strategy' = 'server-scan') */ * FROM db.kv";
+    let streamed = session
+        .query_stream(hinted)
+        .await
+        .err()
+        .expect("no tablet servers");
+    let collected = session
+        .execute(hinted)
+        .await
+        .expect_err("no tablet servers");
+    assert_eq!(
+        streamed.kind(),
+        fluss_datafusion::ErrorKind::FeatureUnsupported
+    );
+    assert_eq!(streamed.to_string(), collected.to_string());
+    let refused = FlussSession::query_stream(&session, "INSERT INTO db.logs VALUES (9, 'z', 9)")
+        .await
+        .err()
+        .expect("a write does not stream");
+    assert_eq!(refused.kind(), fluss_datafusion::ErrorKind::InvalidInput);
+    let count = session
+        .execute("SELECT count(*) FROM db.logs")
+        .await
+        .unwrap();
+    assert!(
+        pretty_format_batches(&count)
+            .unwrap()
+            .to_string()
+            .contains("| 7 ")
+    );
+}
