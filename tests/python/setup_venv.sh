@@ -19,6 +19,13 @@ PKGS=(
   "pyfluss==1.0.0"
   # a local S3-compatible server (`moto_server`) for the object-storage lake tests
   "moto[server]==5.2.5"
+  # the Python package (bindings/python): datafusion-python of our DataFusion major,
+  # maturin to build it into this venv, pytest to run its tests; polars reads its
+  # Arrow C stream
+  "datafusion==55.0.0"
+  "maturin==1.16.0"
+  "pytest==9.2.0"
+  "polars==1.44.2"
 )
 
 if [ ! -x "$PY" ]; then

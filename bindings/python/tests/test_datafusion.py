@@ -1,0 +1,86 @@
+"""The providers in datafusion-python 55: the catalog, one table, pushdown in EXPLAIN,
+and a pyiceberg table whose columns were renamed."""
+
+import json
+
+import datafusion
+import pytest
+
+import fluss_datafusion as fd
+from conftest import KV, LOGS, iceberg_fixtures, model, register_lake_snapshot, rows
+
+
+def context_with(catalog):
+    ctx = datafusion.SessionContext()
+    ctx.register_catalog_provider("fluss", catalog)
+    return ctx
+
+
+@pytest.mark.parametrize("fmt", ["paimon", "iceberg"])
+def test_the_catalog_union_reads_log_and_pk_tables(store, fmt):
+    ctx = context_with(fd.FlussCatalog(store=store))
+    logs = ctx.sql(f"SELECT * FROM fluss.fluss.{fmt}_logs").to_arrow_table()
+    assert rows(logs) == model(LOGS)
+    kv = ctx.sql(f"SELECT * FROM fluss.fluss.{fmt}_kv").to_arrow_table()
+    assert rows(kv) == model(KV)
+    joined = ctx.sql(
+        f"SELECT l.id, k.v FROM fluss.fluss.{fmt}_logs l JOIN fluss.fluss.{fmt}_kv k "
+        f"ON l.id = k.id").to_arrow_table()
+    assert rows(joined) == [(1, "x2"), (3, "z"), (4, "w")]
+    lake = ctx.sql(f'SELECT id FROM fluss.fluss."{fmt}_logs$lake"').to_arrow_table()
+    assert rows(lake) == [(1,), (2,), (3,), (4,)]
+
+
+def test_projection_and_filters_are_pushed_into_the_scan(store):
+    ctx = context_with(fd.FlussCatalog(store=store))
+    query = "SELECT name FROM fluss.fluss.paimon_logs WHERE id > 5"
+    plan = "\n".join(
+        str(v) for v in ctx.sql(f"EXPLAIN {query}").to_arrow_table().column("plan").to_pylist())
+    scan = next(line for line in plan.splitlines() if "TableScan" in line)
+    assert "projection=[id, name]" in scan, plan
+    assert "filters=[fluss.fluss.paimon_logs.id > Int64(5)]" in scan, plan
+    assert "FFI_ExecutionPlan" in plan, plan
+    assert rows(ctx.sql(query).to_arrow_table()) == model([(None,), ("g",)])
+
+
+def test_one_table_registers_on_its_own(store):
+    catalog = fd.FlussCatalog(store=store)
+    table = catalog.table("fluss.iceberg_kv")
+    assert table.schema().names == ["id", "v", "n"]
+    ctx = datafusion.SessionContext()
+    ctx.register_table("kv", table)
+    assert rows(ctx.sql("SELECT * FROM kv").to_arrow_table()) == model(KV)
+    assert rows(ctx.sql("SELECT id FROM kv WHERE v = 'w'").to_arrow_table()) == [(4,)]
+    assert sorted(catalog.table_names("fluss")) == [
+        "iceberg_kv", "iceberg_logs", "paimon_kv", "paimon_logs"]
+    with pytest.raises(fd.FlussError) as missing:
+        catalog.table("fluss.nope")
+    assert missing.value.kind == "NotFound"
+
+
+def test_a_session_hands_out_a_catalog_on_the_same_source(store):
+    ctx = context_with(fd.Session(store).catalog())
+    counted = ctx.sql("SELECT count(*) AS n FROM fluss.fluss.paimon_kv").to_arrow_table()
+    assert counted.to_pylist() == [{"n": 3}]
+
+
+def test_a_renamed_iceberg_column_reads_by_field_id(tmp_path):
+    fixtures = iceberg_fixtures(tmp_path / "fixtures")
+    expected = json.loads((fixtures / "expected" / "swapped_t.json").read_text())
+    snapshots = json.loads((fixtures / "expected" / "swapped_t.snapshots.json").read_text())
+    root = tmp_path / "store"
+    session = fd.Session(str(root), create=True)
+    session.sql(
+        "CREATE TABLE swapped_t (id BIGINT, a STRING, b STRING) WITH ('bucket.num' = '2', "
+        "'table.datalake.enabled' = 'true', 'table.datalake.format' = 'iceberg', "
+        f"'table.datalake.iceberg.warehouse' = '{fixtures / 'hadoop'}')")
+    register_lake_snapshot(root, "swapped_t", snapshots[-1]["snapshot_id"])
+    want = sorted((r["id"], r["a"], r["b"]) for r in expected)
+    assert want[1] == (1, "b1", "a1")  # the first file's values moved with their field ids
+
+    ctx = context_with(fd.FlussCatalog(store=str(root)))
+    got = ctx.sql("SELECT id, a, b FROM fluss.fluss.swapped_t").to_arrow_table()
+    assert rows(got) == want
+    filtered = ctx.sql("SELECT id FROM fluss.fluss.swapped_t WHERE a = 'b1'").to_arrow_table()
+    assert rows(filtered) == [(1,)]
+    assert rows(fd.sql("SELECT id, a, b FROM swapped_t", store=str(root))) == want
