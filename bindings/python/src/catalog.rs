@@ -57,14 +57,13 @@ impl PyFlussCatalog {
         sasl_username: Option<String>,
         sasl_password: Option<String>,
     ) -> PyResult<Self> {
-        let spec = SourceSpec {
+        let spec = SourceSpec::new(
             store,
             bootstrap_servers,
-            lake_options: lake_options.unwrap_or_default(),
+            lake_options,
             sasl_username,
             sasl_password,
-            create: false,
-        };
+        );
         Self::open(py, spec)
     }
 

@@ -41,12 +41,14 @@ impl Session {
         sasl_password: Option<String>,
     ) -> PyResult<Self> {
         let spec = SourceSpec {
-            store,
-            bootstrap_servers,
-            lake_options: lake_options.unwrap_or_default(),
-            sasl_username,
-            sasl_password,
             create,
+            ..SourceSpec::new(
+                store,
+                bootstrap_servers,
+                lake_options,
+                sasl_username,
+                sasl_password,
+            )
         };
         let opened = spec.clone();
         let inner = py

@@ -11,10 +11,15 @@ use fluss_datafusion::{Error, FlussSource, LocalStore, Result};
 /// options may be credentials.
 #[derive(Clone)]
 pub struct SourceSpec {
+    /// A LocalStore root (directory or object-store URL).
     pub store: Option<String>,
+    /// A cluster's `host:port[,host:port]`.
     pub bootstrap_servers: Option<String>,
+    /// Lake catalog and storage options for every table (`s3.endpoint`, ...).
     pub lake_options: HashMap<String, String>,
+    /// SASL/PLAIN user of the cluster.
     pub sasl_username: Option<String>,
+    /// SASL/PLAIN password of the cluster.
     pub sasl_password: Option<String>,
     /// Create the store if there is none at `store` (otherwise that is an error, as a
     /// mistyped path should be).
@@ -22,6 +27,24 @@ pub struct SourceSpec {
 }
 
 impl SourceSpec {
+    /// The source the Python keyword arguments name (an existing store, if a store).
+    pub fn new(
+        store: Option<String>,
+        bootstrap_servers: Option<String>,
+        lake_options: Option<HashMap<String, String>>,
+        sasl_username: Option<String>,
+        sasl_password: Option<String>,
+    ) -> Self {
+        Self {
+            store,
+            bootstrap_servers,
+            lake_options: lake_options.unwrap_or_default(),
+            sasl_username,
+            sasl_password,
+            create: false,
+        }
+    }
+
     /// Opens the source.
     pub async fn open(self) -> Result<Arc<dyn FlussSource>> {
         match (self.store, self.bootstrap_servers) {
