@@ -90,23 +90,26 @@ impl LakeFormat {
         }
     }
 
-    /// The error for a table whose lake format this build was compiled without (its
-    /// Cargo feature is off); `None` when the format is compiled in, or is one the
-    /// library has no feature for.
-    pub(crate) fn compiled_out(self, table: &FlussTable) -> Option<Error> {
-        let feature = match self {
-            Self::Paimon if !cfg!(feature = "paimon") => "paimon",
-            Self::Iceberg if !cfg!(feature = "iceberg") => "iceberg",
-            _ => return None,
-        };
-        Some(
-            Error::unsupported(format!(
-                "the table's lake is {}, which this build of fluss-datafusion was compiled \
-                 without: enable its `{feature}` feature",
-                self.name()
-            ))
-            .with_context("table", table.path.to_string()),
-        )
+    /// The error for `table`, whose lake is of this format, where nothing here
+    /// serves it: the Cargo feature to enable when this build was compiled without
+    /// the format, else `unsupported` (what the library cannot do with it at all).
+    pub(crate) fn unavailable(self, table: &FlussTable, unsupported: &str) -> Error {
+        let message = match self {
+            Self::Paimon if !cfg!(feature = "paimon") => Some("paimon"),
+            Self::Iceberg if !cfg!(feature = "iceberg") => Some("iceberg"),
+            _ => None,
+        }
+        .map_or_else(
+            || unsupported.to_string(),
+            |feature| {
+                format!(
+                    "the table's lake is {}, which this build of fluss-datafusion was \
+                     compiled without: enable its `{feature}` feature",
+                    self.name()
+                )
+            },
+        );
+        Error::unsupported(message).with_context("table", table.path.to_string())
     }
 }
 
@@ -283,13 +286,13 @@ pub async fn open(
         LakeFormat::Iceberg => Ok(iceberg::IcebergLakeTable::open(location, table)
             .await?
             .map(|t| Arc::new(t) as Arc<dyn LakeTable>)),
-        other => Err(other.compiled_out(table).unwrap_or_else(|| {
-            Error::unsupported(format!(
+        other => Err(other.unavailable(
+            table,
+            &format!(
                 "lake format {} is not supported yet (paimon and iceberg are)",
                 other.name()
-            ))
-            .with_context("table", table.path.to_string())
-        })),
+            ),
+        )),
     }
 }
 
@@ -315,13 +318,13 @@ pub async fn add_lake_columns(location: &LakeLocation, table: &FlussTable) -> Re
         }
         #[cfg(feature = "iceberg")]
         LakeFormat::Iceberg => iceberg::evolve::add_lake_columns(table, location).await,
-        other => Err(other.compiled_out(table).unwrap_or_else(|| {
-            Error::unsupported(format!(
+        other => Err(other.unavailable(
+            table,
+            &format!(
                 "lake format {} cannot take new columns here (paimon and iceberg can)",
                 other.name()
-            ))
-            .with_context("table", table.path.to_string())
-        })),
+            ),
+        )),
     }
 }
 

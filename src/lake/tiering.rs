@@ -103,8 +103,8 @@ pub async fn find_commit(
 }
 
 fn unsupported(format: LakeFormat, table: &FlussTable) -> Error {
-    format.compiled_out(table).unwrap_or_else(|| {
-        Error::unsupported(format!("tiering to {} is not supported yet", format.name()))
-            .with_context("table", table.path.to_string())
-    })
+    format.unavailable(
+        table,
+        &format!("tiering to {} is not supported yet", format.name()),
+    )
 }

@@ -596,13 +596,18 @@ impl FlussSession {
         let max_age = metadata_max_age(&state);
         match with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await {
             Ok(stream) => Ok(stream),
-            Err(e) => {
-                if let Some(damage) = self.damage_among(&tables).await {
-                    return Err(damage);
-                }
-                Err(self.missing_among(&tables).await.unwrap_or(e))
-            }
+            Err(e) => Err(self.failure_among(&tables, e).await),
         }
+    }
+
+    /// Why a statement over `tables` failed with `e`: `SELECT c FROM t` with t
+    /// damaged fails planning ("no field c"), so a damaged table is named first; a
+    /// mistyped table or database name gets the closest existing one.
+    async fn failure_among(&self, tables: &[TablePath], e: Error) -> Error {
+        if let Some(damage) = self.damage_among(tables).await {
+            return damage;
+        }
+        self.missing_among(tables).await.unwrap_or(e)
     }
 
     /// Runs a statement through DataFusion only. A catalog listing it made that
@@ -623,14 +628,7 @@ impl FlussSession {
         };
         let (schema, batches) = match outcome {
             Ok(rows) => rows,
-            // `SELECT c FROM t` with t damaged fails planning ("no field c"): name why;
-            // a mistyped table or database name gets the closest existing one
-            Err(e) => {
-                if let Some(damage) = self.damage_among(&tables).await {
-                    return Err(damage);
-                }
-                return Err(self.missing_among(&tables).await.unwrap_or(e));
-            }
+            Err(e) => return Err(self.failure_among(&tables, e).await),
         };
         Ok(StatementResult {
             schema,

@@ -31,6 +31,12 @@ impl PyFlussCatalog {
     /// A catalog over the source `spec` names.
     pub fn open(py: Python<'_>, spec: SourceSpec) -> PyResult<Self> {
         let source = py.detach(|| block_on(spec.open())).map_err(to_py)?;
+        Self::on(source)
+    }
+
+    /// A catalog over an open source (a `Session`'s: one store handle, one set of
+    /// cluster connections).
+    pub fn on(source: Arc<dyn FlussSource>) -> PyResult<Self> {
         let env = RuntimeEnvBuilder::new()
             .build_arc()
             .map_err(from_datafusion)?;

@@ -20,7 +20,6 @@ use crate::source::SourceSpec;
 #[pyclass(module = "fluss_datafusion", name = "Session", frozen)]
 pub struct Session {
     inner: FlussSession,
-    spec: SourceSpec,
 }
 
 #[pymethods]
@@ -50,12 +49,11 @@ impl Session {
                 sasl_password,
             )
         };
-        let opened = spec.clone();
         let inner = py
             .detach(|| {
                 block_on(async move {
-                    let object_store_options = opened.lake_options.clone();
-                    let source = opened.open().await?;
+                    let object_store_options = spec.lake_options.clone();
+                    let source = spec.open().await?;
                     let options = SessionOptions {
                         default_database: database.unwrap_or_else(|| "fluss".to_string()),
                         create_database: create,
@@ -66,7 +64,7 @@ impl Session {
                 })
             })
             .map_err(to_py)?;
-        Ok(Self { inner, spec })
+        Ok(Self { inner })
     }
 
     /// Runs one statement; its rows as a `pyarrow.Table` (no columns for DDL and
@@ -96,14 +94,8 @@ impl Session {
     }
 
     /// A `FlussCatalog` over the same source, for datafusion-python.
-    fn catalog(&self, py: Python<'_>) -> PyResult<PyFlussCatalog> {
-        PyFlussCatalog::open(
-            py,
-            SourceSpec {
-                create: false,
-                ..self.spec.clone()
-            },
-        )
+    fn catalog(&self) -> PyResult<PyFlussCatalog> {
+        PyFlussCatalog::on(self.inner.source().clone())
     }
 
     fn __repr__(&self) -> String {

@@ -9,7 +9,6 @@ use fluss_datafusion::{Error, FlussSource, LocalStore, Result};
 
 /// Where to read: one of a store or a cluster. No `Debug`: the password and lake
 /// options may be credentials.
-#[derive(Clone)]
 pub struct SourceSpec {
     /// A LocalStore root (directory or object-store URL).
     pub store: Option<String>,

@@ -97,7 +97,7 @@ async fn set_snapshot_offsets(
     let content = Bytes::from(serde_json::to_vec(&json)?);
     // An object store (S3, OSS, GCS) replaces an object atomically on PUT and has no
     // rename; a file system needs a temporary file renamed over the old one.
-    let on_object_store = path.contains("://") && !path.starts_with("file:");
+    let on_object_store = crate::storage::remote::is_remote(&path);
     let target = if on_object_store {
         path.clone()
     } else {
