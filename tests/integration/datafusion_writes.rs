@@ -1,7 +1,8 @@
 //! Writes through an application's own `SessionContext` (no `FlussSession`): with
 //! the catalog registered by `register_with` they are DataFusion writes; registered
 //! alone, the tables refuse them rather than write rounded values or apply a
-//! statement whose subquery filter DataFusion 55 dropped.
+//! statement whose subquery filter DataFusion 55 dropped; a host that can only hand
+//! over its planned rows (datafusion-python) writes them whole.
 
 use std::sync::Arc;
 
@@ -127,4 +128,80 @@ async fn register_with_adds_the_write_rule_once_and_dataframes_write_by_position
         explain.contains("FlussSink: table=db.t, write=partial update"),
         "{explain}"
     );
+}
+
+/// What the Python package does for datafusion-python, whose FFI forwards a table's
+/// `insert_into` without the write rule: the host's planned rows, written whole.
+#[tokio::test]
+async fn insert_whole_rows_writes_what_a_host_without_the_rule_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_table(&dir).await;
+    let ctx = SessionContext::new();
+    FlussCatalog::new(store.clone()).register_with(&ctx, "fluss");
+    ctx.sql("INSERT INTO fluss.db.t VALUES (1, 'a'), (2, 'b')")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+
+    let table = ctx.table_provider("fluss.db.t").await.unwrap();
+    let table = table
+        .downcast_ref::<fluss_datafusion::FlussTableProvider>()
+        .unwrap();
+    let host = SessionContext::new();
+    let planned = |sql: &'static str| {
+        let host = host.clone();
+        async move {
+            host.sql(sql)
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap()
+        }
+    };
+    // an upsert of a key there and a new key
+    let rows_in = planned(
+        "SELECT CAST(column1 AS BIGINT) AS id, column2 AS name \
+         FROM (VALUES (2, 'b2'), (3, 'c'))",
+    )
+    .await;
+    let written = datafusion::physical_plan::collect(
+        table.insert_whole_rows(rows_in).unwrap(),
+        host.task_ctx(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        pretty_format_batches(&written)
+            .unwrap()
+            .to_string()
+            .contains("| 2     |")
+    );
+    let now = rows(&ctx).await;
+    for row in ["| 1  | a    |", "| 2  | b2   |", "| 3  | c    |"] {
+        assert!(now.contains(row), "{now}");
+    }
+
+    // whole rows only, in the table's order
+    let partial = planned("SELECT CAST(4 AS BIGINT) AS id").await;
+    let error = table.insert_whole_rows(partial).unwrap_err().to_string();
+    assert!(
+        error.contains("(id, name)") && error.contains("db.t"),
+        "{error}"
+    );
+    let log = ctx
+        .table_provider(datafusion::common::TableReference::full(
+            "fluss", "db", "t$log",
+        ))
+        .await
+        .unwrap();
+    let log = log
+        .downcast_ref::<fluss_datafusion::FlussTableProvider>()
+        .unwrap();
+    let input = planned("SELECT CAST(4 AS BIGINT) AS id, 'd' AS name").await;
+    let error = log.insert_whole_rows(input).unwrap_err().to_string();
+    assert!(error.contains("read-only"), "{error}");
+    assert_eq!(rows(&ctx).await, now);
 }

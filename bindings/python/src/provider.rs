@@ -25,6 +25,8 @@ use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
+use fluss_datafusion::FlussTableProvider;
+
 use crate::runtime::{InRuntime, handle};
 
 /// A catalog whose schemas and tables run in this library's runtime and env.
@@ -156,8 +158,22 @@ impl TableProvider for RuntimeTable {
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let state = self.session_with_env(session);
-        let plan = InRuntime::new(self.inner.insert_into(&state, input, insert_op)).await?;
+        let plan = match self.inner.downcast_ref::<FlussTableProvider>() {
+            // datafusion-python has no FlussWriteRule: it hands over whole rows
+            Some(table) if insert_op == InsertOp::Append => table.insert_whole_rows(input)?,
+            Some(table) => {
+                return Err(fluss_datafusion::Error::unsupported(format!(
+                    "INSERT OVERWRITE and REPLACE INTO '{}' are not supported (Fluss tables \
+                     are appended to or upserted)",
+                    table.table().path
+                ))
+                .into());
+            }
+            None => {
+                let state = self.session_with_env(session);
+                InRuntime::new(self.inner.insert_into(&state, input, insert_op)).await?
+            }
+        };
         Ok(Arc::new(FlussRuntimeEnvExec::new(plan, self.env.clone())))
     }
 }

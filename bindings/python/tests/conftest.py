@@ -113,9 +113,11 @@ def served():
     """Starts the RPC test server on a store; stops it when the test ends."""
     servers = []
 
-    def serve(store_root):
+    def serve(store_root, writable=False):
+        """`writable`: the server takes writes, into its memory (the store stays)."""
         server = subprocess.Popen(
-            [test_server_binary(), "--store", store_root, "--max-seconds", "600"],
+            [test_server_binary(), "--store", store_root, "--max-seconds", "600"]
+            + (["--writable"] if writable else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         servers.append(server)
         line = server.stdout.readline().strip()

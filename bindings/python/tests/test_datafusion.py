@@ -1,5 +1,5 @@
 """The providers in datafusion-python 55: the catalog, one table, pushdown in EXPLAIN,
-and a pyiceberg table whose columns were renamed."""
+a pyiceberg table whose columns were renamed, and INSERTs."""
 
 import json
 
@@ -7,7 +7,8 @@ import datafusion
 import pytest
 
 import fluss_datafusion as fd
-from conftest import KV, LOGS, iceberg_fixtures, model, register_lake_snapshot, rows
+from conftest import (KV, LOGS, iceberg_fixtures, model, register_lake_snapshot, rows,
+                      tiered_tables)
 
 
 def context_with(catalog):
@@ -84,3 +85,60 @@ def test_a_renamed_iceberg_column_reads_by_field_id(tmp_path):
     filtered = ctx.sql("SELECT id FROM fluss.fluss.swapped_t WHERE a = 'b1'").to_arrow_table()
     assert rows(filtered) == [(1,)]
     assert rows(fd.sql("SELECT id, a, b FROM swapped_t", store=str(root))) == want
+
+
+@pytest.mark.parametrize("fmt", ["paimon", "iceberg"])
+def test_inserts_through_datafusion_python(tmp_path, fmt):
+    """datafusion-python plans an INSERT itself and hands the table whole rows: a log
+    table appends them, a primary-key table upserts them; the next read is a union
+    read of lake, old tail and new rows."""
+    root = str(tmp_path)
+    session = fd.Session(root, create=True)
+    for statement in tiered_tables(fmt):
+        session.sql(statement)
+    ctx = context_with(fd.FlussCatalog(store=root))
+    logs, kv = f"fluss.fluss.{fmt}_logs", f"fluss.fluss.{fmt}_kv"
+
+    inserted = ctx.sql(f"INSERT INTO {logs} VALUES (8, 'h', 80), (9, NULL, 90)").to_arrow_table()
+    assert inserted.to_pylist() == [{"count": 2}]
+    # reads what was there when it was planned, then writes (one statement)
+    copied = ctx.sql(f"INSERT INTO {logs} SELECT id + 100, name, score FROM {logs} WHERE id < 3")
+    assert copied.to_arrow_table().to_pylist() == [{"count": 2}]
+    want_logs = model(LOGS + [(8, "h", 80), (9, None, 90), (101, "a", 10), (102, "b", 20)])
+    assert rows(ctx.sql(f"SELECT * FROM {logs}").to_arrow_table()) == want_logs
+
+    # upserts: a key of the lake, a key of the tail, a new key
+    ctx.sql(f"INSERT INTO {kv} VALUES (3, 'z2', 30), (4, 'w2', 40), (5, 'v', 5)").collect()
+    want_kv = model([(1, "x2", 10), (3, "z2", 30), (4, "w2", 40), (5, "v", 5)])
+    assert rows(ctx.sql(f"SELECT * FROM {kv}").to_arrow_table()) == want_kv
+    # DataFusion sets the columns an INSERT does not list to NULL (it does not see
+    # Fluss's partial update; the pyarrow API's Session.sql does, and keeps them)
+    ctx.sql(f"INSERT INTO {kv} (id, v) VALUES (5, 'v2')").collect()
+    session.sql(f"INSERT INTO {fmt}_kv (id, v) VALUES (1, 'x3')")
+    want_kv = model([(1, "x3", 10), (3, "z2", 30), (4, "w2", 40), (5, "v2", None)])
+    assert rows(ctx.sql(f"SELECT * FROM {kv}").to_arrow_table()) == want_kv
+    # the same rows through the pyarrow API, and after tiering them
+    assert rows(fd.sql(f"SELECT * FROM {fmt}_kv", store=root)) == want_kv
+    session.sql(f"CALL fluss.tier('{fmt}_kv')")
+    assert rows(ctx.sql(f'SELECT * FROM fluss.fluss."{fmt}_kv$lake"').to_arrow_table()) == want_kv
+    assert rows(ctx.sql(f"SELECT * FROM {kv}").to_arrow_table()) == want_kv
+
+
+def test_writes_datafusion_python_cannot_plan_are_refused_whole(tmp_path):
+    root = str(tmp_path)
+    session = fd.Session(root, create=True)
+    for statement in tiered_tables("paimon"):
+        session.sql(statement)
+    ctx = context_with(fd.FlussCatalog(store=root))
+    # its FFI does not carry DELETE or UPDATE to a table: they go through Session.sql
+    for statement in ["DELETE FROM fluss.fluss.paimon_kv WHERE id = 1",
+                      "UPDATE fluss.fluss.paimon_kv SET v = 'q' WHERE id = 1"]:
+        with pytest.raises(Exception):
+            ctx.sql(statement).collect()
+    with pytest.raises(Exception) as virtual:
+        ctx.sql("INSERT INTO fluss.fluss.\"paimon_logs$lake\" VALUES (1, 'a', 1)").collect()
+    assert "read-only" in str(virtual.value)
+    assert rows(ctx.sql("SELECT * FROM fluss.fluss.paimon_kv").to_arrow_table()) == model(KV)
+    assert rows(ctx.sql("SELECT * FROM fluss.fluss.paimon_logs").to_arrow_table()) == model(LOGS)
+    session.sql("DELETE FROM paimon_kv WHERE id = 1")
+    assert rows(ctx.sql("SELECT id FROM fluss.fluss.paimon_kv").to_arrow_table()) == [(3,), (4,)]

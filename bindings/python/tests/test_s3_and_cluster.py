@@ -1,5 +1,5 @@
 """An S3 lake (the local S3 server) and the cluster source (the RPC test server),
-through datafusion-python and through the pyarrow API."""
+through datafusion-python and through the pyarrow API: reads and writes."""
 
 import json
 
@@ -96,3 +96,49 @@ def test_a_cluster_reads_through_the_pyarrow_api(store, served):
         assert rows(session.sql(query)) == rows(local.sql(query)), query
     assert rows(fd.sql_reader("SELECT * FROM iceberg_kv", bootstrap_servers=bootstrap)
                 .read_all()) == model(KV)
+
+
+def test_writes_to_an_s3_lake_through_both_apis(tmp_path, s3_endpoint):
+    root = str(tmp_path)
+    options = s3_options(s3_endpoint)
+    session = fd.Session(root, create=True, lake_options=options)
+    warehouse = f"s3://fluss-lake/{unique('python-writes')}/paimon"
+    for statement in tiered_tables("paimon", f", 'table.datalake.paimon.warehouse' = '{warehouse}'"):
+        session.sql(statement)
+    ctx = datafusion.SessionContext()
+    ctx.register_catalog_provider("fluss", fd.FlussCatalog(store=root, lake_options=options))
+    ctx.sql("INSERT INTO fluss.fluss.paimon_kv VALUES (3, 'z2', 30), (5, 'v', 5)").collect()
+    ctx.sql("INSERT INTO fluss.fluss.paimon_logs VALUES (8, 'h', 80)").collect()
+    session.sql("DELETE FROM paimon_kv WHERE id = 4")
+    # tiered to S3 through the pyarrow API, then read from there through datafusion-python
+    session.sql("CALL fluss.tier('paimon_kv')")
+    session.sql("CALL fluss.tier('paimon_logs')")
+    want_kv = model([(1, "x2", 10), (3, "z2", 30), (5, "v", 5)])
+    lake_kv = ctx.sql('SELECT * FROM fluss.fluss."paimon_kv$lake"').to_arrow_table()
+    assert rows(lake_kv) == want_kv
+    assert rows(ctx.sql("SELECT * FROM fluss.fluss.paimon_kv").to_arrow_table()) == want_kv
+    lake_logs = ctx.sql('SELECT id FROM fluss.fluss."paimon_logs$lake"').to_arrow_table()
+    assert rows(lake_logs) == [(i,) for i in range(1, 9)]
+
+
+@pytest.mark.parametrize("fmt", ["paimon", "iceberg"])
+def test_writes_to_a_cluster_through_both_apis(tmp_path, served, fmt):
+    root = str(tmp_path)
+    local = fd.Session(root, create=True)
+    for statement in tiered_tables(fmt):
+        local.sql(statement)
+    bootstrap = served(root, writable=True)
+    ctx = datafusion.SessionContext()
+    ctx.register_catalog_provider("fluss", fd.FlussCatalog(bootstrap_servers=bootstrap))
+    inserted = ctx.sql(f"INSERT INTO fluss.fluss.{fmt}_logs VALUES (8, 'h', 80)").to_arrow_table()
+    assert inserted.to_pylist() == [{"count": 1}]
+    ctx.sql(f"INSERT INTO fluss.fluss.{fmt}_kv VALUES (3, 'z2', 30), (5, 'v', 5)").collect()
+    cluster = fd.Session(bootstrap_servers=bootstrap)
+    cluster.sql(f"DELETE FROM {fmt}_kv WHERE id = 4")
+    cluster.sql(f"INSERT INTO {fmt}_logs VALUES (9, 'i', 90)")
+    want_logs = model(LOGS + [(8, "h", 80), (9, "i", 90)])
+    want_kv = model([(1, "x2", 10), (3, "z2", 30), (5, "v", 5)])
+    for read in [lambda q: ctx.sql(q.replace("FROM ", "FROM fluss.fluss.")).to_arrow_table(),
+                 cluster.sql]:
+        assert rows(read(f"SELECT * FROM {fmt}_logs")) == want_logs
+        assert rows(read(f"SELECT * FROM {fmt}_kv")) == want_kv

@@ -13,7 +13,9 @@
 //! optimizer plans whole, subqueries included, values uncast) into a
 //! [`FlussWriteTarget`] naming how they are written; its `insert_into` is a
 //! `DataSinkExec` over a [`FlussSink`](sink). A session without the rule gets a
-//! refusal from the table's own write hooks ([`refusal`]), never a partial write.
+//! refusal from the table's own write hooks ([`refusal`]), never a partial write; a
+//! host that can only hand over the rows it planned (datafusion-python, across the
+//! FFI) writes them whole through [`FlussTableProvider::insert_whole_rows`].
 
 mod merge;
 mod rule;
@@ -25,13 +27,16 @@ use datafusion::common::DataFusionError;
 use datafusion::common::metadata::FieldMetadata;
 use datafusion::logical_expr::Expr;
 use datafusion::optimizer::AnalyzerRule;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
 use fluss::metadata::TablePath;
 
 pub use rule::FlussWriteRule;
 pub use sink::FlussWriteTarget;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::provider::{FlussTableProvider, ReadMode};
+use sink::Change;
 
 /// `rules` with [`FlussWriteRule`] first (unless they hold it already): it must see
 /// a statement before DataFusion's type coercion wraps the key columns of a
@@ -72,6 +77,66 @@ fn is_unlisted(expr: &Expr) -> bool {
         Expr::Literal(_, Some(metadata)) => metadata.inner().contains_key(UNLISTED),
         Expr::Cast(cast) => is_unlisted(&cast.expr),
         _ => false,
+    }
+}
+
+impl FlussTableProvider {
+    /// The plan of an `INSERT` of whole rows that a session without
+    /// [`FlussWriteRule`] planned: datafusion-python, whose FFI forwards a table's
+    /// `insert_into` but neither its column defaults nor `DELETE` and `UPDATE`. The
+    /// rows are appended to a log table and upserted into a primary-key table, as one
+    /// all-or-nothing statement.
+    ///
+    /// That session's planner has already cast the values to the column types and set
+    /// the columns an INSERT did not list to NULL, as DataFusion does for every table;
+    /// a Fluss partial update, `DELETE`, `UPDATE`, `MERGE INTO` and values checked as
+    /// written need the rule ([`crate::FlussSession`] holds it). `input` must give
+    /// every column of the table, in order.
+    pub fn insert_whole_rows(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let table = self.table();
+        let path = &table.path;
+        let kind = match self.mode() {
+            ReadMode::Union => None,
+            ReadMode::LakeOnly => Some("lake"),
+            ReadMode::LogOnly => Some("log"),
+        };
+        if let Some(kind) = kind {
+            let name = format!("{}${kind}", path.table());
+            return Err(read_only_virtual_table(&name, path.table(), kind));
+        }
+        if self.time_travel().is_some() {
+            return Err(Error::invalid_input(format!(
+                "'{path}' read as of an earlier time is not written to: write to '{path}'"
+            )));
+        }
+        let columns = rule::column_names(table);
+        let schema = input.schema();
+        let given: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        if given != columns {
+            return Err(Error::invalid_input(format!(
+                "an INSERT into '{path}' without fluss_datafusion's write rule gives whole \
+                 rows: the columns ({}) in order, not ({})",
+                columns.join(", "),
+                given.join(", ")
+            )));
+        }
+        let change = if table.info.has_primary_key() {
+            Change::Upsert
+        } else {
+            Change::Append
+        };
+        let target = FlussWriteTarget::new(
+            self.source().clone(),
+            path.clone(),
+            table.info.get_primary_keys().clone(),
+            change,
+            schema,
+            "INSERT",
+        );
+        Ok(target.sink_exec(input))
     }
 }
 

@@ -120,11 +120,18 @@ impl datafusion::catalog::TableProvider for FlussWriteTarget {
         input: Arc<dyn ExecutionPlan>,
         _insert_op: InsertOp,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self.sink_exec(input))
+    }
+}
+
+impl FlussWriteTarget {
+    /// The plan that writes `input`'s rows: a `DataSinkExec` over a [`FlussSink`].
+    pub(crate) fn sink_exec(&self, input: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
         let sink = FlussSink {
             target: self.clone(),
             schema: input.schema(),
         };
-        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+        Arc::new(DataSinkExec::new(input, Arc::new(sink), None))
     }
 }
 
