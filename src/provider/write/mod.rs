@@ -90,7 +90,7 @@ impl FlussTableProvider {
     /// That session's planner has already cast the values to the column types and set
     /// the columns an INSERT did not list to NULL, as DataFusion does for every table;
     /// a Fluss partial update, `DELETE`, `UPDATE`, `MERGE INTO` and values checked as
-    /// written need the rule ([`crate::FlussSession`] holds it). `input` must give
+    /// written need the rule ([`crate::sql::FlussSession`] holds it). `input` must give
     /// every column of the table, in order.
     pub fn insert_whole_rows(
         &self,
