@@ -23,6 +23,8 @@ use datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, Task
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
 use fluss_datafusion::FlussTableProvider;
@@ -216,6 +218,20 @@ impl ExecutionPlan for FlussRuntimeEnvExec {
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
         vec![]
+    }
+
+    /// The scan's own: the host orders its joins by them (the FFI carries them).
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        StatisticsContext::new().compute(self.input.as_ref(), args)
+    }
+
+    /// The scan's own, for the host's `EXPLAIN ANALYZE` (the FFI carries them).
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.input.metrics()
     }
 
     fn apply_expressions(

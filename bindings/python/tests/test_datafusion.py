@@ -44,6 +44,22 @@ def test_projection_and_filters_are_pushed_into_the_scan(store):
     assert rows(ctx.sql(query).to_arrow_table()) == model([(None,), ("g",)])
 
 
+def explained(ctx, query):
+    return "\n".join(
+        str(v) for v in ctx.sql(query).to_arrow_table().column("plan").to_pylist())
+
+
+def test_the_scans_statistics_and_metrics_reach_the_host(store):
+    ctx = context_with(fd.FlussCatalog(store=store))
+    ctx.sql("SET datafusion.explain.show_statistics = true").collect()
+    plan = explained(ctx, "EXPLAIN SELECT * FROM fluss.fluss.paimon_kv")
+    leaf = next(line for line in plan.splitlines() if "FFI_ExecutionPlan" in line)
+    # the host orders joins by them: the scan's row count, not "Absent"
+    assert "Rows=Absent" not in leaf and "Rows=" in leaf, plan
+    analyzed = explained(ctx, "EXPLAIN ANALYZE SELECT * FROM fluss.fluss.paimon_kv")
+    assert "tail_live_rows=" in analyzed, analyzed
+
+
 def test_one_table_registers_on_its_own(store):
     catalog = fd.FlussCatalog(store=store)
     table = catalog.table("fluss.iceberg_kv")
