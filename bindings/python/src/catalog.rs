@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::error::{from_datafusion, to_py};
-use crate::provider::RuntimeCatalog;
+use crate::provider::{PlanningEnv, RuntimeCatalog};
 use crate::runtime::{InRuntime, block_on, handle};
 use crate::source::SourceSpec;
 
@@ -43,7 +43,7 @@ impl PyFlussCatalog {
         // every scan of this catalog plans and executes with `env` (its object stores)
         let catalog: Arc<dyn CatalogProvider> = Arc::new(RuntimeCatalog::new(
             Arc::new(FlussCatalog::new(source.clone())),
-            env,
+            PlanningEnv::new(env),
         ));
         Ok(Self { catalog, source })
     }

@@ -19,7 +19,9 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Constraints, Result, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, TaskContext};
+use datafusion::execution::{
+    SendableRecordBatchStream, SessionState, SessionStateBuilder, TaskContext,
+};
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown};
 use datafusion::physical_expr::PhysicalExpr;
@@ -31,16 +33,46 @@ use fluss_datafusion::FlussTableProvider;
 
 use crate::runtime::{InRuntime, handle};
 
+/// This library's `RuntimeEnv` (its object stores), and a session state on it with
+/// DataFusion's default functions, built once: a scan plans on a copy of it with the
+/// foreign session's configuration (building one per scan cost milliseconds a table).
+#[derive(Debug, Clone)]
+pub struct PlanningEnv {
+    env: Arc<RuntimeEnv>,
+    base: Arc<SessionState>,
+}
+
+impl PlanningEnv {
+    /// Plans and executes with `env`.
+    pub fn new(env: Arc<RuntimeEnv>) -> Self {
+        let base = SessionStateBuilder::new()
+            .with_runtime_env(env.clone())
+            .with_default_features()
+            .build();
+        Self {
+            env,
+            base: Arc::new(base),
+        }
+    }
+
+    /// The foreign session's configuration with this env.
+    fn session(&self, session: &dyn Session) -> SessionState {
+        SessionStateBuilder::new_from_existing(self.base.as_ref().clone())
+            .with_config(session.config().clone())
+            .build()
+    }
+}
+
 /// A catalog whose schemas and tables run in this library's runtime and env.
 #[derive(Debug)]
 pub struct RuntimeCatalog {
     inner: Arc<dyn CatalogProvider>,
-    env: Arc<RuntimeEnv>,
+    env: PlanningEnv,
 }
 
 impl RuntimeCatalog {
     /// `inner`, planning and executing with `env`.
-    pub fn new(inner: Arc<dyn CatalogProvider>, env: Arc<RuntimeEnv>) -> Self {
+    pub fn new(inner: Arc<dyn CatalogProvider>, env: PlanningEnv) -> Self {
         Self { inner, env }
     }
 }
@@ -65,7 +97,7 @@ impl CatalogProvider for RuntimeCatalog {
 #[derive(Debug)]
 struct RuntimeSchema {
     inner: Arc<dyn SchemaProvider>,
-    env: Arc<RuntimeEnv>,
+    env: PlanningEnv,
 }
 
 #[async_trait]
@@ -90,22 +122,13 @@ impl SchemaProvider for RuntimeSchema {
 #[derive(Debug)]
 pub struct RuntimeTable {
     inner: Arc<dyn TableProvider>,
-    env: Arc<RuntimeEnv>,
+    env: PlanningEnv,
 }
 
 impl RuntimeTable {
     /// `inner`, planning and executing with `env`.
-    pub fn new(inner: Arc<dyn TableProvider>, env: Arc<RuntimeEnv>) -> Self {
+    pub fn new(inner: Arc<dyn TableProvider>, env: PlanningEnv) -> Self {
         Self { inner, env }
-    }
-
-    /// The foreign session's configuration with this table's env.
-    fn session_with_env(&self, session: &dyn Session) -> datafusion::execution::SessionState {
-        SessionStateBuilder::new()
-            .with_config(session.config().clone())
-            .with_runtime_env(self.env.clone())
-            .with_default_features()
-            .build()
     }
 }
 
@@ -138,9 +161,12 @@ impl TableProvider for RuntimeTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let state = self.session_with_env(session);
+        let state = self.env.session(session);
         let plan = InRuntime::new(self.inner.scan(&state, projection, filters, limit)).await?;
-        Ok(Arc::new(FlussRuntimeEnvExec::new(plan, self.env.clone())))
+        Ok(Arc::new(FlussRuntimeEnvExec::new(
+            plan,
+            self.env.env.clone(),
+        )))
     }
 
     fn supports_filters_pushdown(
@@ -172,11 +198,14 @@ impl TableProvider for RuntimeTable {
                 .into());
             }
             None => {
-                let state = self.session_with_env(session);
+                let state = self.env.session(session);
                 InRuntime::new(self.inner.insert_into(&state, input, insert_op)).await?
             }
         };
-        Ok(Arc::new(FlussRuntimeEnvExec::new(plan, self.env.clone())))
+        Ok(Arc::new(FlussRuntimeEnvExec::new(
+            plan,
+            self.env.env.clone(),
+        )))
     }
 }
 
