@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::prelude::SessionContext;
 use fluss::metadata::{DataTypes, Schema, TableDescriptor, TablePath};
 use fluss_datafusion::provider::FlussCatalog;
@@ -168,7 +169,7 @@ async fn insert_whole_rows_writes_what_a_host_without_the_rule_planned() {
     )
     .await;
     let written = datafusion::physical_plan::collect(
-        table.insert_whole_rows(rows_in).unwrap(),
+        table.insert_whole_rows(rows_in, InsertOp::Append).unwrap(),
         host.task_ctx(),
     )
     .await
@@ -184,9 +185,23 @@ async fn insert_whole_rows_writes_what_a_host_without_the_rule_planned() {
         assert!(now.contains(row), "{now}");
     }
 
+    // appends and upserts only
+    let again = planned("SELECT CAST(5 AS BIGINT) AS id, 'e' AS name").await;
+    let error = table
+        .insert_whole_rows(again, InsertOp::Overwrite)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("INSERT OVERWRITE") && error.contains("db.t"),
+        "{error}"
+    );
+
     // whole rows only, in the table's order
     let partial = planned("SELECT CAST(4 AS BIGINT) AS id").await;
-    let error = table.insert_whole_rows(partial).unwrap_err().to_string();
+    let error = table
+        .insert_whole_rows(partial, InsertOp::Append)
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("(id, name)") && error.contains("db.t"),
         "{error}"
@@ -201,7 +216,10 @@ async fn insert_whole_rows_writes_what_a_host_without_the_rule_planned() {
         .downcast_ref::<fluss_datafusion::FlussTableProvider>()
         .unwrap();
     let input = planned("SELECT CAST(4 AS BIGINT) AS id, 'd' AS name").await;
-    let error = log.insert_whole_rows(input).unwrap_err().to_string();
+    let error = log
+        .insert_whole_rows(input, InsertOp::Append)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("read-only"), "{error}");
     assert_eq!(rows(&ctx).await, now);
 }

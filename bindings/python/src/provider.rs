@@ -61,6 +61,11 @@ impl PlanningEnv {
             .with_config(session.config().clone())
             .build()
     }
+
+    /// `plan`, executing with this env.
+    fn executing(&self, plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        Arc::new(FlussRuntimeEnvExec::new(plan, self.env.clone()))
+    }
 }
 
 /// A catalog whose schemas and tables run in this library's runtime and env.
@@ -163,10 +168,7 @@ impl TableProvider for RuntimeTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let state = self.env.session(session);
         let plan = InRuntime::new(self.inner.scan(&state, projection, filters, limit)).await?;
-        Ok(Arc::new(FlussRuntimeEnvExec::new(
-            plan,
-            self.env.env.clone(),
-        )))
+        Ok(self.env.executing(plan))
     }
 
     fn supports_filters_pushdown(
@@ -188,24 +190,13 @@ impl TableProvider for RuntimeTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let plan = match self.inner.downcast_ref::<FlussTableProvider>() {
             // datafusion-python has no FlussWriteRule: it hands over whole rows
-            Some(table) if insert_op == InsertOp::Append => table.insert_whole_rows(input)?,
-            Some(table) => {
-                return Err(fluss_datafusion::Error::unsupported(format!(
-                    "INSERT OVERWRITE and REPLACE INTO '{}' are not supported (Fluss tables \
-                     are appended to or upserted)",
-                    table.table().path
-                ))
-                .into());
-            }
+            Some(table) => table.insert_whole_rows(input, insert_op)?,
             None => {
                 let state = self.env.session(session);
                 InRuntime::new(self.inner.insert_into(&state, input, insert_op)).await?
             }
         };
-        Ok(Arc::new(FlussRuntimeEnvExec::new(
-            plan,
-            self.env.env.clone(),
-        )))
+        Ok(self.env.executing(plan))
     }
 }
 

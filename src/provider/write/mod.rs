@@ -26,6 +26,7 @@ use std::sync::{Arc, LazyLock};
 use datafusion::common::DataFusionError;
 use datafusion::common::metadata::FieldMetadata;
 use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::scalar::ScalarValue;
@@ -91,12 +92,17 @@ impl FlussTableProvider {
     /// the columns an INSERT did not list to NULL, as DataFusion does for every table;
     /// a Fluss partial update, `DELETE`, `UPDATE`, `MERGE INTO` and values checked as
     /// written need the rule ([`crate::sql::FlussSession`] holds it). `input` must give
-    /// every column of the table, in order.
+    /// every column of the table, in order; `insert_op` must be an append (`INSERT
+    /// OVERWRITE` and `REPLACE INTO` are refused).
     pub fn insert_whole_rows(
         &self,
         input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let table = self.table();
+        if insert_op != InsertOp::Append {
+            return Err(overwrite_refused().with_context("table", table.path.to_string()));
+        }
         let path = &table.path;
         let kind = match self.mode() {
             ReadMode::Union => None,
@@ -123,21 +129,17 @@ impl FlussTableProvider {
                 given.join(", ")
             )));
         }
-        let change = if table.info.has_primary_key() {
-            Change::Upsert
-        } else {
-            Change::Append
-        };
-        let target = FlussWriteTarget::new(
-            self.source().clone(),
-            path.clone(),
-            table.info.get_primary_keys().clone(),
-            change,
-            schema,
-            "INSERT",
-        );
+        let target = FlussWriteTarget::of(self, Change::whole_rows(table), schema, "INSERT");
         Ok(target.sink_exec(input))
     }
+}
+
+/// The error of `INSERT OVERWRITE` and `REPLACE INTO`.
+fn overwrite_refused() -> Error {
+    Error::unsupported(
+        "INSERT OVERWRITE and REPLACE INTO are not supported (Fluss tables are appended to \
+         or upserted)",
+    )
 }
 
 /// The error of a write to the virtual table `name` (`kind` of the table `base`),

@@ -68,12 +68,7 @@ fn rewrite(dml: DmlStatement, config: &ConfigOptions) -> Result<Transformed<Logi
             let (input, change) = insert(&dml.input, table)?;
             (input, change, "INSERT")
         }
-        WriteOp::Insert(_) => {
-            return Err(Error::unsupported(
-                "INSERT OVERWRITE and REPLACE INTO are not supported (Fluss tables are \
-                 appended to or upserted)",
-            ));
-        }
+        WriteOp::Insert(_) => return Err(super::overwrite_refused()),
         WriteOp::Delete => (delete(&dml.input, table)?, Change::Delete, "DELETE"),
         WriteOp::Update => {
             let (input, change) = update(&dml, table)?;
@@ -86,14 +81,7 @@ fn rewrite(dml: DmlStatement, config: &ConfigOptions) -> Result<Transformed<Logi
         _ => return Ok(Transformed::no(LogicalPlan::Dml(dml))),
     };
     let schema = Arc::new(input.schema().as_arrow().clone());
-    let target = FlussWriteTarget::new(
-        fluss.source().clone(),
-        table.path.clone(),
-        table.info.get_primary_keys().clone(),
-        change,
-        schema,
-        statement,
-    );
+    let target = FlussWriteTarget::of(fluss, change, schema, statement);
     Ok(Transformed::yes(LogicalPlan::Dml(DmlStatement::new(
         dml.table_name.clone(),
         provider_as_source(Arc::new(target)),
@@ -144,12 +132,7 @@ pub(super) fn column_names(table: &FlussTable) -> Vec<String> {
 /// table, the columns the statement did not list left out (a partial update).
 fn insert(input: &LogicalPlan, table: &FlussTable) -> Result<(LogicalPlan, Change)> {
     let columns = column_names(table);
-    let has_key = table.info.has_primary_key();
-    let full = if has_key {
-        Change::Upsert
-    } else {
-        Change::Append
-    };
+    let full = Change::whole_rows(table);
     let projection = match input {
         LogicalPlan::Projection(p) if p.expr.len() == columns.len() => p,
         // a DataFrame written with `write_table`: its columns, by position

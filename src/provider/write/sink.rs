@@ -19,7 +19,8 @@ use fluss::metadata::TablePath;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
-use crate::source::{FlussSource, FlussWriter, WriteKind};
+use crate::provider::FlussTableProvider;
+use crate::source::{FlussSource, FlussTable, FlussWriter, WriteKind};
 
 /// How the rows of a write statement change a Fluss table.
 #[derive(Debug, Clone)]
@@ -41,6 +42,16 @@ pub(crate) enum Change {
 }
 
 impl Change {
+    /// How an INSERT of whole rows changes `table`: appended to a log table, upserted
+    /// into a primary-key table.
+    pub(crate) fn whole_rows(table: &FlussTable) -> Self {
+        if table.info.has_primary_key() {
+            Change::Upsert
+        } else {
+            Change::Append
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Change::Append => "append",
@@ -65,18 +76,18 @@ pub struct FlussWriteTarget {
 }
 
 impl FlussWriteTarget {
-    pub(crate) fn new(
-        source: Arc<dyn FlussSource>,
-        path: TablePath,
-        keys: Vec<String>,
+    /// The table `provider` reads, written through its source.
+    pub(crate) fn of(
+        provider: &FlussTableProvider,
         change: Change,
         schema: SchemaRef,
         statement: &'static str,
     ) -> Self {
+        let table = provider.table();
         Self {
-            source,
-            path,
-            keys,
+            source: provider.source().clone(),
+            path: table.path.clone(),
+            keys: table.info.get_primary_keys().clone(),
             change,
             schema,
             statement,
