@@ -74,6 +74,9 @@ pub mod storage;
 pub mod table;
 pub mod union;
 
+#[cfg(feature = "distributed")]
+pub mod distributed;
+
 /// SQL over a Fluss source: DDL, DML, `CALL fluss.tier` ([`sql::FlussSession`]).
 pub mod sql;
 

@@ -87,6 +87,11 @@ impl SchemaHistory {
             .ok_or_else(|| Error::data_invalid("table has no schema"))
     }
 
+    /// Every version, oldest first.
+    pub fn versions(&self) -> impl Iterator<Item = &Arc<SchemaVersion>> {
+        self.versions.values()
+    }
+
     /// Number of versions.
     pub fn len(&self) -> usize {
         self.versions.len()

@@ -185,20 +185,20 @@ impl datafusion::catalog::TableProvider for ChangelogTableProvider {
 /// one partition per bucket.
 #[derive(Debug)]
 pub struct ChangelogExec {
-    source: Arc<dyn FlussSource>,
-    table: FlussTable,
-    buckets: Vec<BucketCut>,
-    full_schema: SchemaRef,
-    projection: Option<Vec<usize>>,
-    schema: SchemaRef,
-    limit: Option<usize>,
-    binlog: bool,
+    pub(super) source: Arc<dyn FlussSource>,
+    pub(super) table: FlussTable,
+    pub(super) buckets: Vec<BucketCut>,
+    pub(super) full_schema: SchemaRef,
+    pub(super) projection: Option<Vec<usize>>,
+    pub(super) schema: SchemaRef,
+    pub(super) limit: Option<usize>,
+    pub(super) binlog: bool,
     /// The table columns read (all when `None`), in table order.
-    data: Option<Vec<usize>>,
+    pub(super) data: Option<Vec<usize>>,
     /// The commit times `[from, to)` of the batches read (all when `None`).
-    commit_time: Option<(i64, i64)>,
-    metrics: ExecutionPlanMetricsSet,
-    properties: Arc<PlanProperties>,
+    pub(super) commit_time: Option<(i64, i64)>,
+    pub(super) metrics: ExecutionPlanMetricsSet,
+    pub(super) properties: Arc<PlanProperties>,
 }
 
 impl ChangelogExec {

@@ -33,9 +33,9 @@ use datafusion::physical_plan::{
 /// Its input, with the statistics of `predicate` applied to them.
 #[derive(Debug)]
 pub struct FilterEstimateExec {
-    input: Arc<dyn ExecutionPlan>,
+    pub(super) input: Arc<dyn ExecutionPlan>,
     /// The filters DataFusion applies above the scan, over the input's columns.
-    predicate: Arc<dyn PhysicalExpr>,
+    pub(super) predicate: Arc<dyn PhysicalExpr>,
 }
 
 impl FilterEstimateExec {

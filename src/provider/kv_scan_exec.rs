@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::source::{BucketLocation, FlussSource, FlussTable};
 
 /// Why a scan reads the tablet servers' current rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum KvScanReason {
     /// The statement asked for `server-scan`.
     Asked,
@@ -41,20 +41,20 @@ pub enum KvScanReason {
 /// Reads buckets of a primary-key table by ScanKv.
 #[derive(Debug)]
 pub struct FlussKvScanExec {
-    source: Arc<dyn FlussSource>,
-    table: FlussTable,
+    pub(super) source: Arc<dyn FlussSource>,
+    pub(super) table: FlussTable,
     /// The buckets each output partition scans.
-    groups: Vec<Vec<BucketLocation>>,
+    pub(super) groups: Vec<Vec<BucketLocation>>,
     /// The table's columns as the provider shows them.
-    table_schema: SchemaRef,
+    pub(super) table_schema: SchemaRef,
     /// The scan's filters over `table_schema`.
-    predicate: Option<Arc<dyn PhysicalExpr>>,
-    projection: Vec<usize>,
-    filters: Vec<String>,
-    reason: KvScanReason,
-    schema: SchemaRef,
-    properties: Arc<PlanProperties>,
-    metrics: ExecutionPlanMetricsSet,
+    pub(super) predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub(super) projection: Vec<usize>,
+    pub(super) filters: Vec<String>,
+    pub(super) reason: KvScanReason,
+    pub(super) schema: SchemaRef,
+    pub(super) properties: Arc<PlanProperties>,
+    pub(super) metrics: ExecutionPlanMetricsSet,
 }
 
 impl FlussKvScanExec {

@@ -11,6 +11,7 @@ use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::config::TableParquetOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::datasource::listing::PartitionedFile;
@@ -25,6 +26,7 @@ use datafusion::datasource::table_schema::TableSchemaBuilder;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::parquet::arrow::RowNumber;
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
 use datafusion::physical_expr::PhysicalExpr;
@@ -37,11 +39,13 @@ use datafusion::physical_plan::{
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
+use super::field_id_scan::FlussFieldIdScanExec;
 use super::field_ids::FieldIdAdapterFactory;
 use super::statistics::ColumnEstimates;
 use crate::cast::{batch_of, column_as};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lake::{ColumnMapping, LakeFile, LakeTable, MergeTask};
+use crate::source::{FlussSource, FlussTable};
 
 /// Casts a lake batch to the Fluss schema: columns by name, types cast (e.g. lake
 /// timestamps in another unit), lake-only columns (`__bucket`, ...) dropped.
@@ -89,17 +93,19 @@ pub fn merged_stream(
 /// Merge-on-read lake tasks, one output partition per group of tasks.
 #[derive(Debug)]
 pub struct FlussLakeMergeExec {
-    lake: Arc<dyn LakeTable>,
-    table_name: String,
-    groups: Vec<Vec<MergeTask>>,
-    schema: SchemaRef,
-    snapshot_id: i64,
-    limit: Option<usize>,
+    pub(super) lake: Arc<dyn LakeTable>,
+    /// The source the table is read from (a shipped plan opens the lake through it).
+    pub(super) source: Arc<dyn FlussSource>,
+    pub(super) table: FlussTable,
+    pub(super) groups: Vec<Vec<MergeTask>>,
+    pub(super) schema: SchemaRef,
+    pub(super) snapshot_id: i64,
+    pub(super) limit: Option<usize>,
     /// Table columns of `schema` (all when `None`), for the statistics.
-    projection: Option<Vec<usize>>,
-    estimates: ColumnEstimates,
-    properties: Arc<PlanProperties>,
-    metrics: ExecutionPlanMetricsSet,
+    pub(super) projection: Option<Vec<usize>>,
+    pub(super) estimates: ColumnEstimates,
+    pub(super) properties: Arc<PlanProperties>,
+    pub(super) metrics: ExecutionPlanMetricsSet,
 }
 
 impl FlussLakeMergeExec {
@@ -107,7 +113,8 @@ impl FlussLakeMergeExec {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         lake: Arc<dyn LakeTable>,
-        table_name: String,
+        source: Arc<dyn FlussSource>,
+        table: FlussTable,
         groups: Vec<Vec<MergeTask>>,
         schema: SchemaRef,
         snapshot_id: i64,
@@ -118,7 +125,8 @@ impl FlussLakeMergeExec {
         let properties = super::describe::leaf_properties(&schema, groups.len());
         Self {
             lake,
-            table_name,
+            source,
+            table,
             groups,
             schema,
             snapshot_id,
@@ -138,7 +146,7 @@ impl DisplayAs for FlussLakeMergeExec {
             write!(
                 f,
                 "FlussLakeMergeExec: table={}, lake_snapshot={}, merge_on_read_splits={}, projection=[{}]",
-                self.table_name,
+                self.table.path,
                 self.snapshot_id,
                 splits,
                 super::describe::describe_projection(&self.schema)
@@ -170,7 +178,7 @@ impl ExecutionPlan for FlussLakeMergeExec {
                 self.snapshot_id,
                 splits,
                 self.schema.clone(),
-                self.table_name.clone(),
+                self.table.path.to_string(),
             )
             .map(move |b| {
                 b.inspect(|b| rows.add(b.num_rows()))
@@ -321,6 +329,10 @@ pub fn parquet_scan(
     partitioned.sort_by(|a, b| a.object_meta.location.cmp(&b.object_meta.location));
     let target = state.config().target_partitions().max(1);
     let groups = contiguous_groups(partitioned, target);
+    let field_ids = match mapping {
+        ColumnMapping::ByFieldId(columns) => Some(columns.clone()),
+        ColumnMapping::ByName => None,
+    };
     let config = ParquetScanConfig {
         table_schema,
         mapping: mapping.clone(),
@@ -331,7 +343,17 @@ pub fn parquet_scan(
         row_numbers: false,
         file_per_partition: false,
     };
-    Ok(Some(config.build(state, store_url, groups)?))
+    let scan = config.build(
+        state.runtime_env(),
+        &state.table_options().parquet,
+        store_url,
+        groups,
+    )?;
+    // the field ids travel with the scan when it is shipped
+    Ok(Some(match field_ids {
+        Some(columns) => Arc::new(FlussFieldIdScanExec::new(scan, columns)),
+        None => scan,
+    }))
 }
 
 /// How a primary-key bucket's lake files are scanned.
@@ -350,31 +372,53 @@ pub struct BucketScanOptions {
 /// Fluss column: Fluss column names never start with `__fluss`).
 pub const LAKE_ROW_NUMBER_COLUMN: &str = "__fluss_lake_row_number";
 
+/// A primary-key bucket's parquet scan as plan values (files, column mapping,
+/// columns, pruning predicate): the scan is planned from them here and planned again
+/// from them wherever the plan is shipped, since DataFusion's serialized parquet scan
+/// drops the field-id adapter and the row-number column.
+#[derive(Debug, Clone)]
+pub struct BucketScanSpec {
+    /// The files, one output partition each, in this order.
+    pub files: Vec<LakeFile>,
+    /// How their columns map to the table's.
+    pub mapping: ColumnMapping,
+    /// The schema the files are read as (the Fluss schema, perhaps with a row kind).
+    pub table_schema: SchemaRef,
+    /// Columns of `table_schema` read.
+    pub projection: Vec<usize>,
+    /// Pruning and row numbers.
+    pub options: BucketScanOptions,
+}
+
+impl BucketScanSpec {
+    /// Plans the scan in `state` ([`parquet_bucket_scan`]).
+    pub fn plan(&self, state: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
+        parquet_bucket_scan(state.runtime_env(), &state.table_options().parquet, self)
+    }
+}
+
 /// Plans the plain parquet files of one primary-key bucket (raw-convertible splits,
 /// base runs, newer runs) as a parquet scan with one output partition per file, in
 /// `files` order, which the bucket's merge executes itself: partition `i` reads file
-/// `i`, so each batch's file is known.
+/// `i`, so each batch's file is known. Files are read through `env`'s object stores.
 pub fn parquet_bucket_scan(
-    state: &dyn Session,
-    files: &[LakeFile],
-    mapping: &ColumnMapping,
-    table_schema: SchemaRef,
-    projection: Vec<usize>,
-    options: BucketScanOptions,
+    env: &RuntimeEnv,
+    parquet: &TableParquetOptions,
+    spec: &BucketScanSpec,
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    let (store_url, partitioned) = partitioned_files(files)?;
+    let (store_url, partitioned) = partitioned_files(&spec.files)?;
     let config = ParquetScanConfig {
-        table_schema,
-        mapping: mapping.clone(),
-        projection: Some(projection),
-        predicate: options.predicate,
+        table_schema: spec.table_schema.clone(),
+        mapping: spec.mapping.clone(),
+        projection: Some(spec.projection.clone()),
+        predicate: spec.options.predicate.clone(),
         limit: None,
-        rows: files.iter().map(|f| f.rows).sum(),
-        row_numbers: options.row_numbers,
+        rows: spec.files.iter().map(|f| f.rows).sum(),
+        row_numbers: spec.options.row_numbers,
         file_per_partition: true,
     };
     let groups = partitioned.into_iter().map(|f| vec![f]).collect();
-    config.build(state, store_url, groups)
+    config.build(env, parquet, store_url, groups)
 }
 
 /// Offers `filters` (hash-join and TopK dynamic filters over columns named as the
@@ -474,21 +518,17 @@ struct ParquetScanConfig {
 impl ParquetScanConfig {
     fn build(
         self,
-        state: &dyn Session,
+        env: &RuntimeEnv,
+        parquet: &TableParquetOptions,
         store_url: ObjectStoreUrl,
         groups: Vec<Vec<PartitionedFile>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // Footers are cached across queries as ListingTable does (lake files never change).
-        let store = state
-            .runtime_env()
-            .object_store(store_url.clone())
-            .map_err(|e| {
-                Error::invalid_input("no object store for the lake files").with_source(e)
-            })?;
-        let reader_factory = CachedParquetFileReaderFactory::new(
-            store,
-            state.runtime_env().cache_manager.get_file_metadata_cache(),
-        );
+        let store = env.object_store(store_url.clone()).map_err(|e| {
+            Error::invalid_input("no object store for the lake files").with_source(e)
+        })?;
+        let reader_factory =
+            CachedParquetFileReaderFactory::new(store, env.cache_manager.get_file_metadata_cache());
         let mut projection = self.projection;
         let mut table_schema = TableSchemaBuilder::new(self.table_schema.clone());
         if self.row_numbers {
@@ -505,7 +545,7 @@ impl ParquetScanConfig {
             });
         }
         let mut source = ParquetSource::new(table_schema.build())
-            .with_table_parquet_options(state.table_options().parquet.clone())
+            .with_table_parquet_options(parquet.clone())
             .with_parquet_file_reader_factory(Arc::new(reader_factory));
         if let Some(p) = self.predicate {
             source = source.with_predicate(p);

@@ -39,11 +39,11 @@ use super::statistics::ColumnEstimates;
 #[derive(Debug, Clone)]
 pub struct BatchSkipping {
     /// The table's schema, whose column names the batch statistics answer by.
-    table_schema: SchemaRef,
+    pub(super) table_schema: SchemaRef,
     /// The query's filters (a predicate statistics can prune by).
-    fixed: Option<Arc<dyn PhysicalExpr>>,
+    pub(super) fixed: Option<Arc<dyn PhysicalExpr>>,
     /// Filters pushed at run time, over `table_schema`.
-    dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    pub(super) dynamic: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl BatchSkipping {
@@ -80,26 +80,26 @@ fn pruning(filter: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Option<Arc<Prun
 /// Scans `[start, stop)` of each bucket of a log table.
 #[derive(Debug)]
 pub struct FlussLogScanExec {
-    source: Arc<dyn FlussSource>,
-    table: FlussTable,
+    pub(super) source: Arc<dyn FlussSource>,
+    pub(super) table: FlussTable,
     /// Buckets read by each output partition, one after another.
-    groups: Vec<Vec<BucketCut>>,
-    projection: Option<Vec<usize>>,
-    schema: SchemaRef,
-    skipping: BatchSkipping,
-    filters: Vec<String>,
-    snapshot_id: Option<i64>,
-    limit: Option<usize>,
-    estimates: ColumnEstimates,
-    properties: Arc<PlanProperties>,
-    metrics: ExecutionPlanMetricsSet,
+    pub(super) groups: Vec<Vec<BucketCut>>,
+    pub(super) projection: Option<Vec<usize>>,
+    pub(super) schema: SchemaRef,
+    pub(super) skipping: BatchSkipping,
+    pub(super) filters: Vec<String>,
+    pub(super) snapshot_id: Option<i64>,
+    pub(super) limit: Option<usize>,
+    pub(super) estimates: ColumnEstimates,
+    pub(super) properties: Arc<PlanProperties>,
+    pub(super) metrics: ExecutionPlanMetricsSet,
     /// How many partitions the scan reads and pruned (partitioned tables).
-    partitions: Option<PartitionsRead>,
+    pub(super) partitions: Option<PartitionsRead>,
     /// Files of the lake snapshot the plan never opens (a metric).
-    lake_files_pruned: usize,
+    pub(super) lake_files_pruned: usize,
     /// Whether every offset of the ranges is known to hold one row (counted from
     /// validated batch headers), making the row count exact.
-    exact_rows: bool,
+    pub(super) exact_rows: bool,
 }
 
 impl FlussLogScanExec {

@@ -6,8 +6,11 @@ mod blocking;
 mod catalog;
 mod changelog;
 mod changelog_filters;
+#[cfg(feature = "distributed")]
+pub(crate) mod codec;
 mod damaged;
 mod describe;
+mod field_id_scan;
 mod field_ids;
 mod filter_estimate;
 mod kv_scan_exec;

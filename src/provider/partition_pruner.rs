@@ -154,7 +154,7 @@ impl PartitionPruner {
 /// How many partitions a scan reads and how many its partition filters pruned: the
 /// partitions Fluss lists and those only in the lake that the lake's own planning
 /// (which prunes by the same filters first) returned, each counted once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PartitionsRead {
     /// Partitions read.
     pub read: usize,

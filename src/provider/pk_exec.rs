@@ -43,7 +43,7 @@ use datafusion::physical_plan::{
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
-use super::lake_exec::{merged_stream, push_filters_by_name, scan_rows_of_file};
+use super::lake_exec::{BucketScanSpec, merged_stream, push_filters_by_name, scan_rows_of_file};
 use super::lookup_exec::KeyLookupPlan;
 use super::partition_pruner::PartitionsRead;
 use super::statistics::ColumnEstimates;
@@ -102,6 +102,9 @@ pub struct BucketParquetScan {
     /// merge by key), then the row-kind column when [`Self::drops_deletes`], then each
     /// row's number in its file when [`Self::keys`] is not empty.
     pub plan: Arc<dyn ExecutionPlan>,
+    /// What `plan` was planned from (it is planned again from it where the plan is
+    /// shipped).
+    pub spec: BucketScanSpec,
     /// When the scan merges by key: a scan of each file's key columns, by file. The
     /// keys are read once per file and kept ([`crate::union::LakeKeyCache`]); each
     /// row's key is then found by its row number.
@@ -125,6 +128,8 @@ pub struct FileKeyScan {
     pub(crate) file: LakeFileId,
     /// A `DataSourceExec` of one partition.
     pub plan: Arc<dyn ExecutionPlan>,
+    /// What `plan` was planned from.
+    pub spec: BucketScanSpec,
 }
 
 /// One newer file of a bucket's keyed-run splits, as a parquet scan with one output
@@ -134,6 +139,8 @@ pub struct FileKeyScan {
 pub struct NewerRunScan {
     /// The scan columns and the row kind.
     pub rows: Arc<dyn ExecutionPlan>,
+    /// What `rows` was planned from.
+    pub spec: BucketScanSpec,
     /// Rows in the file.
     pub row_count: u64,
     /// A read of the file's keys, when the scan looks keys up: the file's kept keys
@@ -240,26 +247,29 @@ enum BaseSlot {
 /// The primary-key union scan.
 #[derive(Debug)]
 pub struct FlussPrimaryKeyScanExec {
-    inputs: Arc<PrimaryKeyMergeInputs>,
+    pub(super) inputs: Arc<PrimaryKeyMergeInputs>,
     /// Buckets read by each output partition, one after another.
-    groups: Vec<Vec<PrimaryKeyBucketTask>>,
-    schema: SchemaRef,
-    limit: Option<usize>,
-    filters: Vec<String>,
-    properties: Arc<PlanProperties>,
-    metrics: ExecutionPlanMetricsSet,
+    pub(super) groups: Vec<Vec<PrimaryKeyBucketTask>>,
+    pub(super) schema: SchemaRef,
+    pub(super) limit: Option<usize>,
+    pub(super) filters: Vec<String>,
+    pub(super) properties: Arc<PlanProperties>,
+    pub(super) metrics: ExecutionPlanMetricsSet,
     /// A lookup of this scan's rows by key, for a join that knows the keys it needs
     /// ([`super::lookup_join::LookupJoinRule`]).
-    join_lookup: Option<KeyLookupPlan>,
+    pub(super) join_lookup: Option<KeyLookupPlan>,
     /// How many partitions the scan reads and pruned (partitioned tables).
-    partitions: Option<PartitionsRead>,
+    pub(super) partitions: Option<PartitionsRead>,
+    /// Files of the lake snapshot the plan never opens (a metric).
+    pub(super) lake_files_pruned: usize,
 }
 
 impl FlussPrimaryKeyScanExec {
     /// The same scan, counting in its metrics (`lake_files_pruned`) the files of the
     /// lake snapshot its plan never opens.
-    pub fn with_lake_files_pruned(self, files: usize) -> Self {
+    pub fn with_lake_files_pruned(mut self, files: usize) -> Self {
         super::describe::lake_files_pruned(&self.metrics, files);
+        self.lake_files_pruned = files;
         self
     }
 
@@ -306,6 +316,7 @@ impl FlussPrimaryKeyScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
             join_lookup: None,
             partitions: None,
+            lake_files_pruned: 0,
         })
     }
 }
@@ -528,6 +539,7 @@ impl ExecutionPlan for FlussPrimaryKeyScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
             join_lookup: self.join_lookup.clone(),
             partitions: self.partitions,
+            lake_files_pruned: self.lake_files_pruned,
         };
         Ok(kept.with_updated_node(Arc::new(updated)))
     }

@@ -130,14 +130,14 @@ fn with_range_distinct(mut stats: Statistics) -> Statistics {
 #[derive(Debug, Clone)]
 pub struct ColumnEstimates {
     /// The table's columns.
-    schema: SchemaRef,
+    pub(super) schema: SchemaRef,
     /// The lake files' statistics summed, over `schema`.
-    lake: Option<Arc<Statistics>>,
+    pub(super) lake: Option<Arc<Statistics>>,
     /// Whether those files are every lake file of the scan.
-    covers_lake: bool,
+    pub(super) covers_lake: bool,
     /// The share of rows reported without min/max that DataFusion's filter above
     /// the scan cannot estimate itself ([`Self::with_filter`]).
-    filter_share: f64,
+    pub(super) filter_share: f64,
 }
 
 impl ColumnEstimates {

@@ -44,7 +44,7 @@ use datafusion::scalar::ScalarValue;
 use super::filter_estimate::FilterEstimateExec;
 use super::kv_scan_exec::{FlussKvScanExec, KvScanReason};
 use super::lake_exec::{
-    BucketScanOptions, FileStatistics, FlussLakeMergeExec, object_location, parquet_bucket_scan,
+    BucketScanOptions, BucketScanSpec, FileStatistics, FlussLakeMergeExec, object_location,
     parquet_scan,
 };
 use super::log_exec::{BatchSkipping, FlussLogScanExec};
@@ -437,7 +437,8 @@ impl FlussTableProvider {
             if !merge_groups.is_empty() {
                 inputs.push(Arc::new(FlussLakeMergeExec::new(
                     lake.clone(),
-                    self.table.path.to_string(),
+                    self.source.clone(),
+                    self.table.clone(),
                     merge_groups,
                     output_schema.clone(),
                     plan.snapshot_id,
@@ -789,23 +790,24 @@ impl FlussTableProvider {
                 .and_then(|keys| self.physical_predicate(state, &[keys]));
             // a read of one file's key columns and row numbers, its keys kept by file
             let key_scan = |file: &LakeFile, mapping: &ColumnMapping| {
+                let spec = BucketScanSpec {
+                    files: vec![file.clone()],
+                    mapping: mapping.clone(),
+                    table_schema: self.schema.clone(),
+                    projection: key_indexes.clone(),
+                    options: BucketScanOptions {
+                        row_numbers: true,
+                        ..BucketScanOptions::default()
+                    },
+                };
                 Ok::<_, Error>(FileKeyScan {
                     file: LakeFileId {
                         path: file.path.clone(),
                         size: file.size,
                         key_types: key_types.clone(),
                     },
-                    plan: parquet_bucket_scan(
-                        state,
-                        std::slice::from_ref(file),
-                        mapping,
-                        self.schema.clone(),
-                        key_indexes.clone(),
-                        BucketScanOptions {
-                            row_numbers: true,
-                            ..BucketScanOptions::default()
-                        },
-                    )?,
+                    plan: spec.plan(state)?,
+                    spec,
                 })
             };
             let mut reads: Vec<BucketLakeFiles> = Vec::new();
@@ -859,10 +861,16 @@ impl FlussTableProvider {
                     } else {
                         Vec::new()
                     };
+                    let spec = BucketScanSpec {
+                        files: read.base.clone(),
+                        mapping: mapping.clone(),
+                        table_schema: schema,
+                        projection: columns,
+                        options,
+                    };
                     task.lake_parquet = Some(BucketParquetScan {
-                        plan: parquet_bucket_scan(
-                            state, &read.base, &mapping, schema, columns, options,
-                        )?,
+                        plan: spec.plan(state)?,
+                        spec,
                         keys,
                         splits: read.splits,
                         run_splits: read.run_splits,
@@ -885,15 +893,16 @@ impl FlussTableProvider {
                         Some(_) => Some(key_scan(file, &ColumnMapping::ByName)?),
                         None => None,
                     };
+                    let spec = BucketScanSpec {
+                        files: files.to_vec(),
+                        mapping: ColumnMapping::ByName,
+                        table_schema: schema.clone(),
+                        projection: columns.clone(),
+                        options: newer_options.clone(),
+                    };
                     task.lake_newer_runs.push(NewerRunScan {
-                        rows: parquet_bucket_scan(
-                            state,
-                            files,
-                            &ColumnMapping::ByName,
-                            schema.clone(),
-                            columns.clone(),
-                            newer_options.clone(),
-                        )?,
+                        rows: spec.plan(state)?,
+                        spec,
                         row_count: file.rows.max(0) as u64,
                         keys,
                     });

@@ -17,6 +17,7 @@ pub(crate) mod local_store;
 pub(crate) mod metadata;
 pub(crate) mod partition_name;
 pub mod prefetch;
+mod spec;
 pub(crate) mod writer;
 
 use std::fmt::Debug;
@@ -37,6 +38,7 @@ pub use local_store::{LocalStore, LocalStoreOptions, StoreClock};
 pub use metadata::{
     LakeSnapshotEntry, LegacyLakeSnapshot, RegisteredLakeSnapshots, TableBucketOffsets,
 };
+pub use spec::SourceSpec;
 pub use writer::{ALTERABLE_TABLE_OPTIONS, FlussWriter, NewColumn, WriteKind, WriteResult};
 
 pub use crate::table::{
@@ -89,6 +91,13 @@ pub(crate) fn bucket_stream(
 pub trait FlussSource: Debug + Send + Sync {
     /// A display name (store root or cluster address; never credentials).
     fn name(&self) -> String;
+
+    /// How another process opens this source again, to run part of a plan read
+    /// from it (a distributed worker); `None` when it cannot, and such a plan is
+    /// then not shipped.
+    fn spec(&self) -> Option<SourceSpec> {
+        None
+    }
 
     /// Database names.
     async fn list_databases(&self) -> Result<Vec<String>>;

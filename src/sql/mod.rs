@@ -50,6 +50,7 @@ use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use fluss::metadata::TablePath;
 
@@ -108,7 +109,22 @@ pub struct SessionOptions {
     /// (`s3.endpoint`, `s3.access-key-id`, ... as the lakes take them; the
     /// environment fills in the rest). They may hold credentials: never shown.
     pub object_store_options: HashMap<String, String>,
+    /// Changes the session's DataFusion state before it is built, after the
+    /// library's own configuration: e.g. to plan queries distributed (the
+    /// `fluss-distributed` crate's coordinator).
+    pub state_hook: Option<StateHook>,
+    /// Renders the physical plan a plain `EXPLAIN` shows, planned through the
+    /// session's query planner (DataFusion's own EXPLAIN bypasses it): e.g. a
+    /// distributed plan with its stages and tasks. `None`: DataFusion's EXPLAIN.
+    pub explain_renderer: Option<ExplainRenderer>,
 }
+
+/// Renders a physical plan for `EXPLAIN` ([`SessionOptions::explain_renderer`]).
+pub type ExplainRenderer =
+    Arc<dyn Fn(&dyn datafusion::physical_plan::ExecutionPlan) -> String + Send + Sync>;
+
+/// A change to a session's DataFusion state as it is built ([`SessionOptions::state_hook`]).
+pub type StateHook = Arc<dyn Fn(SessionStateBuilder) -> SessionStateBuilder + Send + Sync>;
 
 impl std::fmt::Debug for SessionOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,6 +136,8 @@ impl std::fmt::Debug for SessionOptions {
             .field("target_partitions", &self.target_partitions)
             .field("memory_limit", &self.memory_limit)
             .field("object_store_option_keys", &keys)
+            .field("state_hook", &self.state_hook.is_some())
+            .field("explain_renderer", &self.explain_renderer.is_some())
             .finish()
     }
 }
@@ -132,6 +150,8 @@ impl Default for SessionOptions {
             target_partitions: None,
             memory_limit: None,
             object_store_options: HashMap::new(),
+            state_hook: None,
+            explain_renderer: None,
         }
     }
 }
@@ -185,6 +205,8 @@ pub struct FlussSession {
     source: Arc<dyn FlussSource>,
     /// The catalog registered as `fluss` (its listing errors fail statements).
     catalog: FlussCatalog,
+    /// How a plain `EXPLAIN` shows physical plans, when not as DataFusion does.
+    explain_renderer: Option<ExplainRenderer>,
 }
 
 impl std::fmt::Debug for FlussSession {
@@ -258,8 +280,12 @@ impl FlussSession {
             .with_default_features()
             .with_physical_optimizer_rule(Arc::new(LookupJoinRule))
             .with_analyzer_rules(with_write_rule(&Analyzer::new().rules))
-            .with_relation_planners(vec![Arc::new(TimeTravelPlanner)])
-            .build();
+            .with_relation_planners(vec![Arc::new(TimeTravelPlanner)]);
+        let state = match &options.state_hook {
+            Some(hook) => hook(state),
+            None => state,
+        }
+        .build();
         let ctx = SessionContext::new_with_state(state).enable_url_table();
         let catalog = FlussCatalog::new(source.clone());
         ctx.register_catalog(CATALOG, Arc::new(catalog.clone()));
@@ -271,6 +297,7 @@ impl FlussSession {
             ctx,
             source,
             catalog,
+            explain_renderer: options.explain_renderer.clone(),
         })
     }
 
@@ -753,6 +780,11 @@ impl FlussSession {
             .statement_to_plan(statement)
             .await
             .map_err(from_datafusion)?;
+        if let (Some(render), LogicalPlan::Explain(explain)) = (&self.explain_renderer, &plan)
+            && !explain.verbose
+        {
+            return self.rendered_explain(state, &explain.plan, render).await;
+        }
         // a statement whose hints set options runs on its own state; DDL and SET
         // change the session, so they always go through it
         let own_state = !matches!(
@@ -774,6 +806,37 @@ impl FlussSession {
             return Err(e.with_context("statement", "listing the catalog"));
         }
         Ok((schema, batches))
+    }
+
+    /// `EXPLAIN` of `plan` as DataFusion shows it (a `plan_type` and a `plan`
+    /// column), its physical plan planned through the session's query planner and
+    /// shown by `render`.
+    async fn rendered_explain(
+        &self,
+        state: &datafusion::execution::SessionState,
+        plan: &LogicalPlan,
+        render: &ExplainRenderer,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        let optimized = state.optimize(plan).map_err(from_datafusion)?;
+        let physical = state
+            .create_physical_plan(plan)
+            .await
+            .map_err(from_datafusion)?;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("plan_type", DataType::Utf8, false),
+            Field::new("plan", DataType::Utf8, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec!["logical_plan", "physical_plan"])),
+                Arc::new(StringArray::from(vec![
+                    optimized.display_indent().to_string(),
+                    render(physical.as_ref()),
+                ])),
+            ],
+        )?;
+        Ok((schema, vec![batch]))
     }
 
     /// The Fluss tables a statement names (a virtual table names its base table),

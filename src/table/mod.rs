@@ -123,6 +123,37 @@ impl FlussTable {
     }
 }
 
+/// Property keys (lower-cased) holding any of these are credentials and never served. The
+/// list is that of Fluss's (and Flink's) `GlobalConfiguration.SENSITIVE_KEYS`, plus the
+/// object-store key names Fluss's filesystem plugins use.
+const SENSITIVE_KEY_PARTS: &[&str] = &[
+    "password",
+    "secret",
+    "fs.azure.account.key",
+    "apikey",
+    "api-key",
+    "auth-params",
+    "service-key",
+    "token",
+    "basic-auth",
+    "jaas.config",
+    "http-headers",
+    "access-key",
+    "access.key",
+    "accesskey",
+    "credential",
+    "private-key",
+    "private.key",
+];
+
+/// Whether a table property is credential-like (its key names a password, secret,
+/// token, access key, ...): such properties never leave the process that holds them
+/// (a shipped plan's table, a served registration).
+pub fn is_sensitive_property(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    SENSITIVE_KEY_PARTS.iter().any(|part| key.contains(part))
+}
+
 /// Table property naming the lake format (`paimon`, `iceberg`, `lance`).
 pub const LAKE_FORMAT_PROPERTY: &str = "table.datalake.format";
 

@@ -26,6 +26,7 @@ mod print;
 
 use clap::Parser;
 use demo::{DEMO_DATABASE, SUGGESTED_QUERIES, create_demo};
+use fluss_datafusion::distributed::PlanSources;
 use fluss_datafusion::error::{Error, ErrorKind, Result};
 use fluss_datafusion::source::{
     ClusterOptions, ClusterSource, FlussSource, LocalStore, LocalStoreOptions,
@@ -121,6 +122,11 @@ struct Args {
     /// Write the log to this file (appended) instead of stderr.
     #[arg(long)]
     log_file: Option<PathBuf>,
+    /// Run queries distributed over `fluss-worker`s (`host:port,host:port`), each
+    /// started with the same source (`--store` or `--bootstrap-servers`); EXPLAIN
+    /// shows the stages and their tasks.
+    #[arg(long)]
+    workers: Option<String>,
 }
 
 fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
@@ -902,7 +908,12 @@ fn run(args: Args) -> Result<ExitCode> {
     // a new empty store or database.
     let create = args.create || args.demo;
     let named_database = args.database.clone();
-    let options = SessionOptions {
+    let workers = args
+        .workers
+        .as_deref()
+        .map(fluss_distributed::parse_workers)
+        .transpose()?;
+    let mut options = SessionOptions {
         default_database: named_database
             .clone()
             .unwrap_or_else(|| DEMO_DATABASE.to_string()),
@@ -911,6 +922,7 @@ fn run(args: Args) -> Result<ExitCode> {
         memory_limit: args.memory_limit,
         // `CREATE EXTERNAL TABLE ... LOCATION 's3://…'` and `COPY ... TO 's3://…'`
         object_store_options: args.lake_option.iter().cloned().collect(),
+        ..SessionOptions::default()
     };
     if args.bootstrap_servers.is_some() && args.demo {
         return Err(Error::invalid_input(
@@ -948,6 +960,15 @@ fn run(args: Args) -> Result<ExitCode> {
                     databases.join(", ")
                 )));
             }
+        }
+        if let Some(workers) = workers {
+            let sources = Arc::new(PlanSources::new([source.clone()])?);
+            options.state_hook = Some(fluss_distributed::coordinator(
+                workers,
+                sources,
+                fluss_distributed::TaskSizing::default(),
+            ));
+            options.explain_renderer = Some(fluss_distributed::explain_renderer());
         }
         let session = FlussSession::with_options(source, options).await?;
         Ok::<_, Error>((store, session))

@@ -50,35 +50,9 @@ fn tables_dir(database: &str) -> String {
     format!("zk/metadata/databases/{database}/tables")
 }
 
-/// Property keys (lower-cased) holding any of these are credentials and never served. The
-/// list is that of Fluss's (and Flink's) `GlobalConfiguration.SENSITIVE_KEYS`, plus the
-/// object-store key names Fluss's filesystem plugins use.
-const SENSITIVE_KEY_PARTS: &[&str] = &[
-    "password",
-    "secret",
-    "fs.azure.account.key",
-    "apikey",
-    "api-key",
-    "auth-params",
-    "service-key",
-    "token",
-    "basic-auth",
-    "jaas.config",
-    "http-headers",
-    "access-key",
-    "access.key",
-    "accesskey",
-    "credential",
-    "private-key",
-    "private.key",
-];
-
-/// Whether a table property is credential-like (its key names a password, secret, token,
-/// access key, ...); such properties are left out of what the server serves.
-pub fn is_sensitive_property(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SENSITIVE_KEY_PARTS.iter().any(|part| key.contains(part))
-}
+/// Whether a table property is credential-like; such properties are left out of
+/// what the server serves (the library's rule, which shipped plans follow too).
+pub use fluss_datafusion::table::is_sensitive_property;
 
 /// Loads everything `store` holds into a [`MemoryCluster`] for a
 /// [`crate::server::TestServer`]: a snapshot taken now (later writes to the store are not

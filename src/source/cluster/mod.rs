@@ -809,6 +809,12 @@ impl FlussSource for ClusterSource {
         format!("fluss cluster {}", self.options.bootstrap_servers)
     }
 
+    fn spec(&self) -> Option<super::SourceSpec> {
+        Some(super::SourceSpec::Cluster {
+            bootstrap_servers: self.options.bootstrap_servers.clone(),
+        })
+    }
+
     /// A cluster takes writes as any Fluss client writes them (`write.rs`).
     fn writer(&self) -> Option<&dyn super::FlussWriter> {
         Some(self)

@@ -477,6 +477,12 @@ impl FlussSource for LocalStore {
         self.storage.display_root().to_string()
     }
 
+    fn spec(&self) -> Option<super::SourceSpec> {
+        Some(super::SourceSpec::LocalStore {
+            root: self.storage.display_root().to_string(),
+        })
+    }
+
     async fn list_databases(&self) -> Result<Vec<String>> {
         let names = match self.storage.list_dir(&layout::databases_dir()).await {
             Ok(n) => n,

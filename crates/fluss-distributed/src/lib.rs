@@ -1,0 +1,215 @@
+//! Union reads of Apache Fluss tables distributed on
+//! [datafusion-distributed](https://github.com/datafusion-contrib/datafusion-distributed).
+//!
+//! The coordinator (a [`FlussSession`](fluss_datafusion::sql::FlussSession) given
+//! [`coordinator`]'s state hook) plans a query once: the provider's `scan()` pins the
+//! cut (lake snapshot and log offsets) there, and datafusion-distributed cuts the
+//! physical plan into stages whose tasks run on workers. Each Fluss scan leaf is
+//! sized from the rows and bytes it reads and split into one variant per task,
+//! reading disjoint buckets or lake splits. A worker ([`worker`], or the
+//! `fluss-worker` binary) decodes its tasks' plans with the same codec and reads
+//! from the sources it was started with, with its own credentials.
+//!
+//! ```no_run
+//! # async fn run() -> fluss_datafusion::Result<()> {
+//! use std::sync::Arc;
+//! use fluss_datafusion::LocalStore;
+//! use fluss_datafusion::distributed::PlanSources;
+//! use fluss_datafusion::sql::{FlussSession, SessionOptions};
+//! use fluss_distributed::{TaskSizing, coordinator, parse_workers};
+//!
+//! let store = Arc::new(LocalStore::open("./fluss-data").await?);
+//! let sources = Arc::new(PlanSources::new([store.clone() as _])?);
+//! let workers = parse_workers("127.0.0.1:7001,127.0.0.1:7002")?;
+//! let options = SessionOptions {
+//!     state_hook: Some(coordinator(workers, sources, TaskSizing::default())),
+//!     ..SessionOptions::default()
+//! };
+//! let session = FlussSession::with_options(store, options).await?;
+//! session.execute("SELECT count(*) FROM orders").await?;
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::prelude::SessionConfig;
+use datafusion_distributed::{
+    DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedExt, DistributedLeafExec,
+    ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse, SessionStateBuilderExt, Worker,
+    WorkerQueryContext, WorkerResolver,
+};
+use fluss_datafusion::distributed::{FlussPhysicalCodec, PlanSources, scan_size, split_scan};
+use fluss_datafusion::sql::{ExplainRenderer, StateHook};
+use fluss_datafusion::{Error, Result};
+use url::Url;
+
+pub use datafusion_distributed::display_plan_ascii;
+
+/// The DataFusion option that lets a file scan's partitions take files from each
+/// other: off on both sides, or a task could read another's files twice.
+const WORK_STEALING: &str = "datafusion.execution.enable_file_stream_work_stealing";
+
+/// The physical optimizer rule replacing joins with key lookups: key lookups do not
+/// travel, so distributed plans are made without it.
+const LOOKUP_JOIN_RULE: &str = "fluss_lookup_join";
+
+/// How many tasks a scan is split over: one per `bytes_per_task` it reads, at most
+/// one per bucket or split, at most `max_tasks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSizing {
+    /// Bytes a task should read (estimated: lake files by size, log rows by the
+    /// width of the columns read).
+    pub bytes_per_task: u64,
+    /// Most tasks per scan (`None`: as many as workers).
+    pub max_tasks: Option<usize>,
+}
+
+impl Default for TaskSizing {
+    /// 128 MiB per task.
+    fn default() -> Self {
+        Self {
+            bytes_per_task: 128 << 20,
+            max_tasks: None,
+        }
+    }
+}
+
+/// Workers at fixed addresses.
+#[derive(Debug, Clone)]
+pub struct StaticWorkers(pub Vec<Url>);
+
+impl WorkerResolver for StaticWorkers {
+    fn get_urls(&self) -> std::result::Result<Vec<Url>, DataFusionError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Worker addresses from `host:port,host:port` (a scheme, `http://`, is optional).
+pub fn parse_workers(list: &str) -> Result<Vec<Url>> {
+    let urls = list
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let url = if w.contains("://") {
+                w.to_string()
+            } else {
+                format!("http://{w}")
+            };
+            Url::parse(&url).map_err(|e| {
+                Error::invalid_input(format!("worker address '{w}' is not host:port"))
+                    .with_source(e)
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if urls.is_empty() {
+        return Err(Error::invalid_input("no worker address given"));
+    }
+    Ok(urls)
+}
+
+/// The number of tasks a Fluss scan leaf asks for.
+fn desired_task_count(
+    event: DesiredTaskCountEvent<'_>,
+) -> Option<DfResult<DesiredTaskCountEventResponse>> {
+    let size = scan_size(event.plan.as_ref())?;
+    if size.units <= 1 {
+        // its work is one unit (or in order on one task): never split
+        return Some(Ok(DesiredTaskCountEventResponse::maximum(1)));
+    }
+    let sizing = event
+        .session_config
+        .get_extension::<TaskSizing>()
+        .map(|s| *s)
+        .unwrap_or_default();
+    let by_bytes = size.bytes.div_ceil(sizing.bytes_per_task.max(1)) as usize;
+    let most = sizing.max_tasks.unwrap_or(usize::MAX).min(size.units);
+    Some(Ok(DesiredTaskCountEventResponse::desired(
+        by_bytes.clamp(1, most.max(1)),
+    )))
+}
+
+/// A Fluss scan leaf split over its stage's tasks.
+fn scale_up_leaf(
+    event: ScaleUpLeafNodeEvent<'_>,
+) -> Option<DfResult<ScaleUpLeafNodeEventResponse>> {
+    let variants = split_scan(event.plan, event.task_count)?;
+    Some(
+        variants
+            .map_err(DataFusionError::from)
+            .and_then(|variants| DistributedLeafExec::try_new(event.plan.clone(), variants))
+            .map(|leaf| ScaleUpLeafNodeEventResponse::new(Arc::new(leaf))),
+    )
+}
+
+/// `config` as both ends of a distributed query need it: no work stealing between
+/// a scan's partitions.
+fn without_work_stealing(config: &mut SessionConfig) -> DfResult<()> {
+    config.options_mut().set(WORK_STEALING, "false")
+}
+
+/// The state hook of a coordinator: queries planned over `workers`, the Fluss scans
+/// encoded by the codec and split by size as `sizing` says. The codec, the task
+/// count and the split are registered together: a task count without its split
+/// would read every row once per task. Key lookups are planned as scans (they do
+/// not travel).
+pub fn coordinator(workers: Vec<Url>, sources: Arc<PlanSources>, sizing: TaskSizing) -> StateHook {
+    Arc::new(move |mut builder: SessionStateBuilder| {
+        if let Some(rules) = builder.physical_optimizer_rules() {
+            rules.retain(|rule| rule.name() != LOOKUP_JOIN_RULE);
+        }
+        let config = builder.config().get_or_insert_with(SessionConfig::new);
+        // both options exist (DataFusion's, the library's): setting them cannot fail
+        let _ = without_work_stealing(config);
+        let _ = config.options_mut().set("fluss.key_lookups", "false");
+        config.set_extension(Arc::new(sizing));
+        builder
+            .with_distributed_worker_resolver(StaticWorkers(workers.clone()))
+            .with_distributed_planner()
+            .with_distributed_user_codec(FlussPhysicalCodec::new(sources.clone()))
+            .with_distributed_desired_task_count_handler(desired_task_count)
+            .with_distributed_scale_up_leaf_node_handler(scale_up_leaf)
+    })
+}
+
+/// How `EXPLAIN` shows a distributed plan: its stages, and each stage's tasks with
+/// what each reads.
+pub fn explain_renderer() -> ExplainRenderer {
+    Arc::new(|plan| display_plan_ascii(plan, false))
+}
+
+/// A worker running the tasks of plans that read `sources`, with `env` (its object
+/// stores, memory limit) for every task.
+pub fn worker(sources: Arc<PlanSources>, env: Arc<RuntimeEnv>) -> Worker {
+    Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+        let (sources, env) = (sources.clone(), env.clone());
+        async move {
+            let mut builder = ctx
+                .builder
+                .with_runtime_env(env)
+                .with_distributed_user_codec(FlussPhysicalCodec::new(sources));
+            if let Some(config) = builder.config() {
+                without_work_stealing(config)?;
+            }
+            Ok(builder.build())
+        }
+    })
+}
+
+/// Serves `worker` on `listener` (gRPC) until `shutdown` completes.
+pub async fn serve(
+    worker: Worker,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<()> {
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    tonic::transport::Server::builder()
+        .add_service(worker.into_worker_server())
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+        .map_err(|e| Error::internal("the worker's server failed").with_source(e))
+}
