@@ -23,6 +23,7 @@
 //! the report states.
 
 mod cluster;
+mod distributed;
 mod fixed_costs;
 mod flink;
 mod generate;
@@ -152,6 +153,12 @@ struct Args {
     /// Measured Flink runs per query of `--tpch-flink`.
     #[arg(long, default_value_t = 1)]
     flink_runs: usize,
+    /// Only TPC-H's queries at the first `--sf` (tail share: the first of
+    /// `--tpch-tail-shares`) over this many local `fluss-worker` processes against one
+    /// process, answers checked: `tpch-distributed.md` and `.json` in `--out`. Build
+    /// the workers first: `cargo build --release -p fluss-distributed`.
+    #[arg(long)]
+    tpch_distributed: Option<usize>,
     /// Only these `--tpch` queries (`q1,q6`; default all 22).
     #[arg(long, value_delimiter = ',')]
     tpch_queries: Vec<String>,
@@ -1206,6 +1213,47 @@ fn smoke_check(args: &Args, suite: &Suite, out: &Path) -> Vec<String> {
     missing
 }
 
+/// `--tpch-distributed`: writes `tpch-distributed.md` and `tpch-distributed.json`.
+async fn run_tpch_distributed(args: &Args, workers: usize) -> BenchResult<()> {
+    std::fs::create_dir_all(&args.out).context(|| format!("creating {}", args.out.display()))?;
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| args.out.join("data"));
+    let run_args = distributed::DistributedArgs {
+        sf: *args.sf.first().ok_or("no --sf")?,
+        tail_share: *args
+            .tpch_tail_shares
+            .first()
+            .ok_or("no --tpch-tail-shares")?,
+        lake: *args.lake_formats.first().ok_or("no --lake-formats")?,
+        runs: args.runs,
+        warmup: args.warmup,
+        target_partitions: args.main_partitions(),
+        workers,
+        data_dir: data_dir.clone(),
+        queries: args.tpch_queries.clone(),
+    };
+    let result = distributed::run(&run_args).await;
+    if !args.keep_data && data_dir.exists() {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    let run = result?;
+    let command: Vec<String> = std::env::args().collect();
+    let command = format!(
+        "cargo run --release --bin fluss-bench -- {}",
+        command.get(1..).unwrap_or_default().join(" ")
+    );
+    let md = distributed::report(&run, &command);
+    std::fs::write(args.out.join("tpch-distributed.md"), &md)
+        .context(|| "writing tpch-distributed.md".into())?;
+    let json = serde_json::to_string_pretty(&run).context(|| "serializing".into())?;
+    std::fs::write(args.out.join("tpch-distributed.json"), json)
+        .context(|| "writing tpch-distributed.json".into())?;
+    eprintln!("report: {}", args.out.join("tpch-distributed.md").display());
+    Ok(())
+}
+
 /// `--tpch`: generates, checks and times; writes `tpch.md` and `tpch.json`.
 async fn run_tpch(args: &Args) -> BenchResult<()> {
     std::fs::create_dir_all(&args.out).context(|| format!("creating {}", args.out.display()))?;
@@ -1313,6 +1361,13 @@ fn main() {
                 eprintln!("fluss-bench: {e}");
                 std::process::exit(1);
             }
+        }
+        return;
+    }
+    if let Some(workers) = args.tpch_distributed {
+        if let Err(e) = runtime.block_on(run_tpch_distributed(&args, workers)) {
+            eprintln!("fluss-bench: {e}");
+            std::process::exit(1);
         }
         return;
     }

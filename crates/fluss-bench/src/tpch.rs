@@ -157,7 +157,7 @@ pub async fn generate_tpch(
 /// The configuration of every TPC-H session: `target_partitions`, and numeric
 /// literals as exact decimals, as `FlussSession` (the cluster and fresh-process runs),
 /// DuckDB and Flink read them, so every peer answers the same query.
-fn tpch_config(target_partitions: usize) -> SessionConfig {
+pub(crate) fn tpch_config(target_partitions: usize) -> SessionConfig {
     let mut config = SessionConfig::new().with_target_partitions(target_partitions);
     config.options_mut().sql_parser.parse_float_as_decimal = true;
     config
@@ -274,7 +274,7 @@ fn duckdb_timings(
 
 /// A query's answer as sorted lines of text: the comparison never depends on the
 /// order of ties or on batch boundaries.
-async fn answer(ctx: &SessionContext, sql: &str) -> BenchResult<Vec<String>> {
+pub(crate) async fn answer(ctx: &SessionContext, sql: &str) -> BenchResult<Vec<String>> {
     let batches = ctx
         .sql(sql)
         .await

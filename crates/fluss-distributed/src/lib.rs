@@ -167,12 +167,19 @@ pub fn coordinator(workers: Vec<Url>, sources: Arc<PlanSources>, sizing: TaskSiz
         let _ = without_work_stealing(config);
         let _ = config.options_mut().set("fluss.key_lookups", "false");
         config.set_extension(Arc::new(sizing));
-        builder
+        let mut builder = builder
             .with_distributed_worker_resolver(StaticWorkers(workers.clone()))
             .with_distributed_planner()
             .with_distributed_user_codec(FlussPhysicalCodec::new(sources.clone()))
             .with_distributed_desired_task_count_handler(desired_task_count)
-            .with_distributed_scale_up_leaf_node_handler(scale_up_leaf)
+            .with_distributed_scale_up_leaf_node_handler(scale_up_leaf);
+        // the lake's plain parquet scans split by the same size (the option takes any
+        // positive size)
+        let bytes = usize::try_from(sizing.bytes_per_task)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let _ = builder.set_distributed_file_scan_config_bytes_per_partition(bytes);
+        builder
     })
 }
 

@@ -26,17 +26,13 @@ mod storage;
 mod system;
 pub(crate) mod tiering;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use futures::stream::BoxStream;
-use iceberg::scan::FileScanTask;
 use iceberg::table::Table;
 
 pub use self::catalog::{CATALOG_TYPE_OPTION, IcebergCatalogType};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lake::columns::{ValueKind, check_lake_columns};
 use crate::lake::lake_error;
 use crate::lake::{LakeLocation, LakePlan, LakeScanRequest, LakeSnapshot, LakeTable, MergeTask};
@@ -49,10 +45,6 @@ pub const WAREHOUSE_PROPERTY: &str = "table.datalake.iceberg.warehouse";
 pub struct IcebergLakeTable {
     table: Table,
     name: String,
-    /// Planned tasks by (snapshot, data file): a merge task names its data file, and
-    /// the reader needs the task iceberg planned (its delete files and partition),
-    /// which does not serialize whole.
-    tasks: Mutex<HashMap<(i64, String), FileScanTask>>,
 }
 
 impl std::fmt::Debug for IcebergLakeTable {
@@ -70,11 +62,7 @@ impl IcebergLakeTable {
         let loaded = catalog::load_table(location, table.path.database(), table.path.table())
             .await
             .map_err(|e| e.with_context("table", &name))?;
-        Ok(loaded.map(|table| Self {
-            table,
-            name,
-            tasks: Default::default(),
-        }))
+        Ok(loaded.map(|table| Self { table, name }))
     }
 
     /// The `iceberg` crate's table (metadata, scans), for callers that need more than
@@ -148,56 +136,23 @@ impl LakeTable for IcebergLakeTable {
     }
 
     async fn plan(&self, request: &LakeScanRequest) -> Result<LakePlan> {
-        let (plan, tasks) = scan::plan_snapshot(&self.table, request)
+        scan::plan_snapshot(&self.table, request)
             .await
-            .map_err(|e| e.with_context("table", &self.name))?;
-        if let Ok(mut cache) = self.tasks.lock() {
-            for task in tasks {
-                cache.insert((request.snapshot_id, task.data_file_path.clone()), task);
-            }
-        }
-        Ok(plan)
+            .map_err(|e| e.with_context("table", &self.name))
     }
 
+    /// The tasks as planned (merge tasks carry theirs whole), on any process.
     async fn read(
         &self,
-        snapshot_id: i64,
+        _snapshot_id: i64,
         tasks: Vec<MergeTask>,
         columns: Vec<String>,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let mut planned = Vec::with_capacity(tasks.len());
-        for task in &tasks {
-            let path =
-                scan::merge_task_file(task).map_err(|e| e.with_context("table", &self.name))?;
-            let cached = self
-                .tasks
-                .lock()
-                .ok()
-                .and_then(|c| c.get(&(snapshot_id, path.clone())).cloned());
-            let found = match cached {
-                Some(t) => t,
-                None => {
-                    // A plan made elsewhere: plan the snapshot here to find the task.
-                    let request = LakeScanRequest {
-                        snapshot_id,
-                        filter: None,
-                        primary_key: false,
-                    };
-                    self.plan(&request).await?;
-                    self.tasks
-                        .lock()
-                        .ok()
-                        .and_then(|c| c.get(&(snapshot_id, path.clone())).cloned())
-                        .ok_or_else(|| {
-                            Error::not_found("a lake data file of the plan is not in its snapshot")
-                                .with_context("table", &self.name)
-                                .with_context("snapshot", snapshot_id)
-                                .with_context("file", &path)
-                        })?
-                }
-            };
-            planned.push(found);
-        }
+        let planned = tasks
+            .iter()
+            .map(|task| scan::merge_task(task, &self.table))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| e.with_context("table", &self.name))?;
         scan::read_tasks(&self.table, planned, &columns)
             .map_err(|e| e.with_context("table", &self.name))
     }

@@ -22,34 +22,69 @@ use crate::table::partition_value::{PartitionValue, render};
 /// The lake column that names a row's Fluss bucket.
 const BUCKET_COLUMN: &str = "__bucket";
 
-/// What a merge task holds: the data file, whose planned task (with its delete
-/// files) the lake table keeps.
+/// What a merge task holds: the task Iceberg planned (its data file, delete files
+/// and schema), whole, so any process that opens the table reads it without
+/// planning the snapshot again. Left out, as they do not serialize: the partition
+/// and its spec (iceberg 0.10.1's reader uses them only together, and plans no
+/// spec) and the name mapping (the table's, put back when read).
 #[derive(Serialize, Deserialize)]
 struct MergeTaskPayload {
-    file: String,
+    task: FileScanTask,
 }
 
-/// The data file a merge task reads.
-pub fn merge_task_file(task: &MergeTask) -> Result<String> {
-    serde_json::from_slice::<MergeTaskPayload>(&task.payload)
-        .map(|p| p.file)
+/// The task of a merge task, as [`read_tasks`] reads it.
+pub fn merge_task(task: &MergeTask, table: &Table) -> Result<FileScanTask> {
+    let mut planned = serde_json::from_slice::<MergeTaskPayload>(&task.payload)
+        .map(|p| p.task)
         .map_err(|e| {
             Error::new(
                 ErrorKind::Lake,
                 "an Iceberg merge task does not deserialize",
             )
             .with_source(e)
+        })?;
+    planned.name_mapping = name_mapping(table)?;
+    Ok(planned)
+}
+
+/// The table's name mapping (`schema.name-mapping.default`), as iceberg's planner
+/// gives its tasks.
+fn name_mapping(table: &Table) -> Result<Option<std::sync::Arc<iceberg::spec::NameMapping>>> {
+    let Some(raw) = table
+        .metadata()
+        .properties()
+        .get(iceberg::spec::DEFAULT_SCHEMA_NAME_MAPPING)
+    else {
+        return Ok(None);
+    };
+    serde_json::from_str(raw)
+        .map(|m| Some(std::sync::Arc::new(m)))
+        .map_err(|e| {
+            Error::data_invalid(format!(
+                "the table property {} is not a name mapping",
+                iceberg::spec::DEFAULT_SCHEMA_NAME_MAPPING
+            ))
+            .with_source(e)
         })
+}
+
+/// `task` as a merge task's payload.
+fn merge_task_payload(task: &FileScanTask) -> Result<Vec<u8>> {
+    let mut task = task.clone();
+    task.partition = None;
+    task.partition_spec = None;
+    task.name_mapping = None;
+    // the planning filter prunes files only: the reader never filters rows by it
+    task.predicate = None;
+    serde_json::to_vec(&MergeTaskPayload { task })
+        .map_err(|e| Error::internal("an Iceberg merge task does not serialize").with_source(e))
 }
 
 /// Plans the data files of `request.snapshot_id`: one split per file, plain parquet
 /// when it has no delete files (columns matched by name, or by field id after a
-/// rename), otherwise a merge task for the `iceberg` reader. Returns the planned tasks as well, which the
-/// reader needs.
-pub async fn plan_snapshot(
-    table: &Table,
-    request: &LakeScanRequest,
-) -> Result<(LakePlan, Vec<FileScanTask>)> {
+/// rename), otherwise a merge task carrying its planned task whole, for the
+/// `iceberg` reader.
+pub async fn plan_snapshot(table: &Table, request: &LakeScanRequest) -> Result<LakePlan> {
     let metadata = table.metadata();
     if metadata.snapshot_by_id(request.snapshot_id).is_none() {
         return Err(
@@ -94,10 +129,7 @@ pub async fn plan_snapshot(
         let read = match task.record_count {
             Some(_) if whole_file && task.deletes.is_empty() => LakeRead::Parquet(mapping.clone()),
             _ => LakeRead::MergeOnRead(MergeTask {
-                payload: serde_json::to_vec(&MergeTaskPayload {
-                    file: task.data_file_path.clone(),
-                })
-                .map_err(|e| Error::internal("merge task").with_source(e))?,
+                payload: merge_task_payload(task)?,
                 rows,
             }),
         };
@@ -113,13 +145,10 @@ pub async fn plan_snapshot(
             rows,
         });
     }
-    Ok((
-        LakePlan {
-            snapshot_id: request.snapshot_id,
-            splits,
-        },
-        tasks,
-    ))
+    Ok(LakePlan {
+        snapshot_id: request.snapshot_id,
+        splits,
+    })
 }
 
 /// The snapshot's data files, pruned by `filter` (partitions and file metrics).

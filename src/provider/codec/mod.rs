@@ -106,6 +106,9 @@ struct LogScanWire {
     schema: Part,
     skipping_schema: Part,
     skipping: Option<Part>,
+    /// Dynamic filters (hash joins', TopK's): the plan's converter keeps one filter
+    /// one expression, so a join shipped in the same plan still fills it.
+    dynamic: Vec<Part>,
     filters: Vec<String>,
     snapshot_id: Option<i64>,
     limit: Option<usize>,
@@ -378,6 +381,12 @@ impl FlussPhysicalCodec {
             .skipping
             .map(|p| frame.expr(p, &skipping_schema))
             .transpose()?;
+        let mut skipping = BatchSkipping::new(skipping_schema.clone(), fixed);
+        skipping.dynamic = wire
+            .dynamic
+            .into_iter()
+            .map(|p| frame.expr(p, &skipping_schema))
+            .collect::<DfResult<_>>()?;
         let properties = super::describe::leaf_properties(&schema, wire.groups.len());
         let metrics = ExecutionPlanMetricsSet::new();
         super::describe::lake_files_pruned(&metrics, wire.lake_files_pruned);
@@ -387,7 +396,7 @@ impl FlussPhysicalCodec {
             groups: wire.groups,
             projection: wire.projection,
             schema,
-            skipping: BatchSkipping::new(skipping_schema, fixed),
+            skipping,
             filters: wire.filters,
             snapshot_id: wire.snapshot_id,
             limit: wire.limit,
@@ -478,13 +487,18 @@ fn encode_log(scan: &FlussLogScanExec, frame: &mut FrameWriter<'_>) -> DfResult<
         projection: scan.projection.clone(),
         schema: frame.schema(&scan.schema)?,
         skipping_schema: frame.schema(&scan.skipping.table_schema)?,
-        // the query's own filters; dynamic filters stay with the join that fills them
         skipping: scan
             .skipping
             .fixed
             .as_ref()
             .map(|f| frame.expr(f))
             .transpose()?,
+        dynamic: scan
+            .skipping
+            .dynamic
+            .iter()
+            .map(|f| frame.expr(f))
+            .collect::<DfResult<_>>()?,
         filters: scan.filters.clone(),
         snapshot_id: scan.snapshot_id,
         limit: scan.limit,

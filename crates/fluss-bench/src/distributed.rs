@@ -1,0 +1,308 @@
+//! `--tpch-distributed N`: the TPC-H queries over `N` local `fluss-worker` processes
+//! against the same queries in one process, on the same store, every answer
+//! checked: the overhead of distribution (on one machine the workers share its
+//! cores, so they cannot be faster) and the plan bytes shipped per task.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::execution::SessionStateBuilder;
+use datafusion::physical_plan::collect;
+use datafusion::prelude::SessionContext;
+use datafusion_distributed::{DistributedMetricsFormat, explain_analyze};
+use fluss_datafusion::FlussCatalog;
+use fluss_datafusion::distributed::PlanSources;
+use fluss_datafusion::source::{FlussSource, LocalStore};
+use fluss_distributed::{TaskSizing, coordinator};
+use serde::Serialize;
+
+use crate::generate::{BenchResult, Context, DATABASE, GenConfig, LakeFormat};
+use crate::tpch::{answer, generate_tpch, queries, tpch_config, union_context};
+use crate::{Engine, Timing, time_interleaved};
+
+/// What `--tpch-distributed` runs.
+pub struct DistributedArgs {
+    /// Scale factor.
+    pub sf: f64,
+    /// Share of each table in the log tail.
+    pub tail_share: f64,
+    /// Lake format.
+    pub lake: LakeFormat,
+    /// Measured runs and warm-ups per query.
+    pub runs: usize,
+    /// Warm-up runs per query.
+    pub warmup: usize,
+    /// Target partitions of both sessions and the workers' tasks.
+    pub target_partitions: usize,
+    /// Worker processes.
+    pub workers: usize,
+    /// Where the store goes.
+    pub data_dir: PathBuf,
+    /// Only these queries (all when empty).
+    pub queries: Vec<String>,
+}
+
+/// One query, single process against distributed.
+#[derive(Debug, Serialize)]
+pub struct DistributedResult {
+    /// `q1` .. `q22`.
+    pub query: String,
+    /// Result rows (equal on both sides).
+    pub rows: usize,
+    /// One process.
+    pub single: Timing,
+    /// Over the workers.
+    pub distributed: Timing,
+    /// Stages of the distributed plan.
+    pub stages: usize,
+    /// Tasks of all stages.
+    pub tasks: usize,
+    /// Plan bytes the coordinator sent, per task (datafusion-distributed's
+    /// `plan_bytes_sent`, as it shows them).
+    pub plan_bytes_sent: String,
+}
+
+/// A run of `--tpch-distributed`.
+#[derive(Debug, Serialize)]
+pub struct DistributedRun {
+    /// Scale factor.
+    pub scale_factor: f64,
+    /// Tail share.
+    pub tail_share: f64,
+    /// Worker processes.
+    pub workers: usize,
+    /// Per query.
+    pub results: Vec<DistributedResult>,
+}
+
+/// A `fluss-worker` process, killed on drop.
+struct WorkerProcess {
+    child: Child,
+    url: url::Url,
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `fluss-worker`, built beside this benchmark.
+fn fluss_worker() -> BenchResult<PathBuf> {
+    let exe = std::env::current_exe().context(|| "locating the benchmark".into())?;
+    exe.parent()
+        .map(|d| d.join("fluss-worker"))
+        .filter(|p| p.exists())
+        .ok_or_else(|| {
+            "fluss-worker is not built beside fluss-bench (cargo build --release -p fluss-distributed)"
+                .into()
+        })
+}
+
+fn start_worker(binary: &Path, store: &Path) -> BenchResult<WorkerProcess> {
+    let mut child = Command::new(binary)
+        .args(["--listen", "127.0.0.1:0", "--store"])
+        .arg(store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context(|| format!("starting {}", binary.display()))?;
+    let stdout = child.stdout.take().ok_or("fluss-worker has no stdout")?;
+    let mut first = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut first)
+        .context(|| "reading fluss-worker's address".into())?;
+    let address = first
+        .trim()
+        .strip_prefix("listening on ")
+        .ok_or_else(|| format!("fluss-worker said {first:?}"))?;
+    let url = url::Url::parse(&format!("http://{address}"))
+        .context(|| format!("fluss-worker's address {address}"))?;
+    Ok(WorkerProcess { child, url })
+}
+
+/// A session like [`union_context`]'s whose queries run over `workers`.
+fn distributed_context(
+    store: &Arc<LocalStore>,
+    workers: &[WorkerProcess],
+    target_partitions: usize,
+) -> BenchResult<SessionContext> {
+    let source: Arc<dyn FlussSource> = store.clone();
+    let sources = Arc::new(PlanSources::new([source]).context(|| "the plan sources".into())?);
+    let urls = workers.iter().map(|w| w.url.clone()).collect();
+    let hook = coordinator(urls, sources, TaskSizing::default());
+    let config = tpch_config(target_partitions).with_default_catalog_and_schema("fluss", DATABASE);
+    let state = hook(
+        SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features(),
+    )
+    .build();
+    let ctx = SessionContext::new_with_state(state);
+    ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store.clone())));
+    Ok(ctx)
+}
+
+/// Stages, tasks and the plan bytes sent of `sql` run once over the workers.
+async fn shape(ctx: &SessionContext, sql: &str) -> BenchResult<(usize, usize, String)> {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .context(|| format!("planning {sql}"))?
+        .create_physical_plan()
+        .await
+        .context(|| format!("planning {sql}"))?;
+    collect(plan.clone(), ctx.task_ctx())
+        .await
+        .context(|| format!("running {sql}"))?;
+    let text = explain_analyze(plan, DistributedMetricsFormat::PerTask)
+        .await
+        .context(|| format!("metrics of {sql}"))?;
+    let mut stages = 0;
+    let mut tasks = 0;
+    for line in text.lines() {
+        if let Some(rest) = line.split("── tasks=").nth(1) {
+            stages += 1;
+            tasks += rest
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(0);
+        }
+    }
+    let sent = text
+        .split("plan_bytes_sent=")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .map(|s| format!("{s}}}"))
+        .unwrap_or_else(|| "none (one process)".to_string());
+    Ok((stages, tasks, sent))
+}
+
+/// Generates the store, starts the workers, checks and times every query.
+pub async fn run(args: &DistributedArgs) -> BenchResult<DistributedRun> {
+    let binary = fluss_worker()?;
+    let root = args.data_dir.join(format!(
+        "tpch-distributed-{}-sf{}-tail{}",
+        args.lake, args.sf, args.tail_share
+    ));
+    if root.exists() {
+        std::fs::remove_dir_all(&root).context(|| format!("removing {}", root.display()))?;
+    }
+    let config = GenConfig {
+        sf: args.sf,
+        tail_share: args.tail_share,
+        update_rate: 0.1,
+        delete_rate: 0.02,
+        seed: 42,
+        lake: args.lake,
+        compression: "ZSTD",
+        lake_rounds: 2,
+    };
+    let start = Instant::now();
+    let store_dir = root.join("store");
+    let (store, _) = generate_tpch(&store_dir, &config).await?;
+    eprintln!(
+        "tpch-distributed: sf {} generated in {:.1} s",
+        args.sf,
+        start.elapsed().as_secs_f64()
+    );
+    let workers = (0..args.workers)
+        .map(|_| start_worker(&binary, &store_dir))
+        .collect::<BenchResult<Vec<_>>>()?;
+    let single = union_context(&store, args.target_partitions);
+    let distributed = distributed_context(&store, &workers, args.target_partitions)?;
+    let mut results = Vec::new();
+    for (name, sql) in queries() {
+        if !args.queries.is_empty() && !args.queries.iter().any(|q| q == name) {
+            continue;
+        }
+        let expected = answer(&single, sql).await?;
+        let got = answer(&distributed, sql).await?;
+        if got != expected {
+            return Err(format!(
+                "tpch {name}: distributed over {} workers answers {} rows, one process {}",
+                args.workers,
+                got.len(),
+                expected.len()
+            )
+            .into());
+        }
+        let engines = [
+            Engine::new("single", &single, sql.to_string(), args.target_partitions),
+            Engine::new(
+                "distributed",
+                &distributed,
+                sql.to_string(),
+                args.target_partitions,
+            ),
+        ];
+        let mut timings = time_interleaved(&engines, args.runs, args.warmup, Duration::ZERO).await;
+        let distributed_timing = timings.pop().ok_or("no distributed timing")??;
+        let single_timing = timings.pop().ok_or("no single timing")??;
+        let (stages, tasks, plan_bytes_sent) = shape(&distributed, sql).await?;
+        eprintln!(
+            "tpch-distributed: {name}: one process {:.1} ms, {} workers {:.1} ms ({:.2}x), \
+             {stages} stages, {tasks} tasks, plan bytes {plan_bytes_sent}",
+            single_timing.median_ms,
+            args.workers,
+            distributed_timing.median_ms,
+            distributed_timing.median_ms / single_timing.median_ms
+        );
+        results.push(DistributedResult {
+            query: name.to_string(),
+            rows: expected.len(),
+            single: single_timing,
+            distributed: distributed_timing,
+            stages,
+            tasks,
+            plan_bytes_sent,
+        });
+    }
+    drop(workers);
+    Ok(DistributedRun {
+        scale_factor: args.sf,
+        tail_share: args.tail_share,
+        workers: args.workers,
+        results,
+    })
+}
+
+/// The run as markdown: per query the two medians and their ratio, then the
+/// geometric mean of the ratios.
+pub fn report(run: &DistributedRun, command: &str) -> String {
+    let mut md = format!(
+        "# TPC-H SF {} over {} local fluss-worker processes against one process\n\n\
+         Tail share {}. Command: `{command}`. Ratio = distributed / one process (medians).\n\n\
+         | query | rows | one process ms | distributed ms | ratio | stages | tasks | plan bytes sent |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|\n",
+        run.scale_factor, run.workers, run.tail_share
+    );
+    let mut log_sum = 0.0;
+    for r in &run.results {
+        let ratio = r.distributed.median_ms / r.single.median_ms;
+        log_sum += ratio.ln();
+        md.push_str(&format!(
+            "| {} | {} | {:.1} | {:.1} | {:.2} | {} | {} | {} |\n",
+            r.query,
+            r.rows,
+            r.single.median_ms,
+            r.distributed.median_ms,
+            ratio,
+            r.stages,
+            r.tasks,
+            r.plan_bytes_sent
+        ));
+    }
+    if !run.results.is_empty() {
+        md.push_str(&format!(
+            "\nGeometric mean of the ratios: {:.2}\n",
+            (log_sum / run.results.len() as f64).exp()
+        ));
+    }
+    md
+}
