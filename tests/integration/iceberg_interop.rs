@@ -879,4 +879,28 @@ async fn renamed_iceberg_columns_read_by_field_id_through_the_parquet_source() {
     );
     assert!(plan.contains("DataSourceExec"), "{plan}");
     assert!(!plan.contains("FlussLakeMergeExec"), "{plan}");
+    // The same over two workers: the shipped parquet scan gets its field ids back
+    // (DataFusion's plan serialization drops the adapter that matches by them).
+    let distributed = super::distributed_workers::over_two_workers(s.store.clone()).await;
+    let rows = |sql: &'static str| {
+        let session = &distributed.session;
+        async move { common::sort_rows(common::render_rows(&session.execute(sql).await.unwrap())) }
+    };
+    assert_eq!(rows("SELECT id, a, b FROM swapped_t").await, lake);
+    assert_eq!(
+        rows("SELECT id FROM swapped_t WHERE a = 'b1'").await,
+        vec![json!({ "id": 1 })]
+    );
+    let explain = format!(
+        "{:?}",
+        common::render_rows(
+            &distributed
+                .session
+                .execute("EXPLAIN SELECT id, a, b FROM swapped_t")
+                .await
+                .unwrap()
+        )
+    );
+    assert!(explain.contains("FlussFieldIdScanExec"), "{explain}");
+    assert!(explain.contains("tasks=2"), "{explain}");
 }

@@ -13,6 +13,7 @@ mod concurrent_writers;
 mod crash_points;
 mod datafusion_writes;
 mod differential;
+mod distributed_workers;
 mod foreign_source;
 mod iceberg_interop;
 mod local_store;

@@ -159,9 +159,12 @@ async fn shape(ctx: &SessionContext, sql: &str) -> BenchResult<(usize, usize, St
     collect(plan.clone(), ctx.task_ctx())
         .await
         .context(|| format!("running {sql}"))?;
-    let text = explain_analyze(plan, DistributedMetricsFormat::PerTask)
-        .await
-        .context(|| format!("metrics of {sql}"))?;
+    let text = explain_analyze(
+        fluss_distributed::distributed_plan(&plan),
+        DistributedMetricsFormat::PerTask,
+    )
+    .await
+    .context(|| format!("metrics of {sql}"))?;
     let mut stages = 0;
     let mut tasks = 0;
     for line in text.lines() {

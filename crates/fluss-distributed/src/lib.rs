@@ -47,7 +47,10 @@ use fluss_datafusion::sql::{ExplainRenderer, StateHook};
 use fluss_datafusion::{Error, Result};
 use url::Url;
 
+mod named_workers;
+
 pub use datafusion_distributed::display_plan_ascii;
+pub use named_workers::{WorkersNamedExec, distributed_plan};
 
 /// The DataFusion option that lets a file scan's partitions take files from each
 /// other: off on both sides, or a task could read another's files twice.
@@ -179,14 +182,24 @@ pub fn coordinator(workers: Vec<Url>, sources: Arc<PlanSources>, sizing: TaskSiz
             .unwrap_or(usize::MAX)
             .max(1);
         let _ = builder.set_distributed_file_scan_config_bytes_per_partition(bytes);
-        builder
+        // a distributed plan's errors name its workers
+        match builder.query_planner().take() {
+            Some(inner) => builder.with_query_planner(Arc::new(named_workers::NamingPlanner {
+                inner,
+                workers: workers.clone(),
+            })),
+            None => builder,
+        }
     })
 }
 
 /// How `EXPLAIN` shows a distributed plan: its stages, and each stage's tasks with
 /// what each reads.
 pub fn explain_renderer() -> ExplainRenderer {
-    Arc::new(|plan| display_plan_ascii(plan, false))
+    Arc::new(|plan| match plan.downcast_ref::<WorkersNamedExec>() {
+        Some(named) => display_plan_ascii(named.input().as_ref(), false),
+        None => display_plan_ascii(plan, false),
+    })
 }
 
 /// A worker running the tasks of plans that read `sources`, with `env` (its object

@@ -195,6 +195,7 @@ async fn physical_plan(session: &FlussSession, sql: &str) -> Arc<dyn ExecutionPl
 /// The rows each task of every stage produced (the stage's first node), from a
 /// distributed plan that ran, as `EXPLAIN ANALYZE` counts them per task.
 async fn rows_per_task(executed: Arc<dyn ExecutionPlan>) -> Vec<Vec<u64>> {
+    let executed = fluss_distributed::distributed_plan(&executed);
     let text = explain_analyze(executed, DistributedMetricsFormat::PerTask)
         .await
         .unwrap();
@@ -380,15 +381,65 @@ async fn a_dead_worker_fails_the_query_naming_it_never_a_partial_answer() {
             Err(e) => {
                 let error = e.to_string();
                 println!("{error}");
-                assert!(
-                    error.contains("worker") || error.contains("connect"),
-                    "{error}"
-                );
+                assert!(error.contains(dead.url.as_str()), "{error}");
                 return;
             }
         }
     }
     panic!("no query reached the dead worker");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_killed_mid_query_ends_it_in_an_error_or_the_whole_answer() {
+    let rows = 300_000;
+    let (dir, store, _) = store_from_sql(&[
+        "CREATE DATABASE IF NOT EXISTS db",
+        "CREATE TABLE db.big (id BIGINT, name STRING) \
+         WITH ('bucket.num' = '4', 'bucket.key' = 'id')",
+        &format!(
+            "INSERT INTO db.big SELECT value, 'name-' || value FROM generate_series(1, {rows})"
+        ),
+    ])
+    .await;
+    let root = dir.path().to_str().unwrap();
+    let alive = worker_process(&["--store", root]);
+    let mut killed = worker_process(&["--store", root]);
+    let urls = vec![alive.url.clone(), killed.url.clone()];
+    let distributed = distributed_session(store, urls).await;
+    let mut stream = distributed
+        .context()
+        .sql("SELECT id, name FROM db.big")
+        .await
+        .unwrap()
+        .execute_stream()
+        .await
+        .unwrap();
+    use futures::StreamExt;
+    let mut seen = match stream.next().await {
+        Some(Ok(batch)) => batch.num_rows(),
+        other => panic!("no first batch: {other:?}"),
+    };
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    let mut failed = None;
+    while let Some(batch) = stream.next().await {
+        match batch {
+            Ok(batch) => seen += batch.num_rows(),
+            Err(e) => {
+                failed = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    match failed {
+        Some(error) => {
+            println!("the query failed after {seen} rows: {error}");
+            assert!(error.contains("distributed over the workers"), "{error}");
+            assert!(error.contains(killed.url.as_str()), "{error}");
+        }
+        // the killed worker had sent all its rows before it died
+        None => assert_eq!(seen, rows, "a partial answer without an error"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,0 +1,67 @@
+//! Two datafusion-distributed workers in this process, for tests that check a read
+//! distributed over them against the same read in one process (the full suite is
+//! `crates/fluss-distributed/tests/`; here the fixtures of other test files reach it).
+
+use std::sync::Arc;
+
+use datafusion::execution::runtime_env::RuntimeEnv;
+use fluss_datafusion::FlussSource;
+use fluss_datafusion::distributed::PlanSources;
+use fluss_datafusion::sql::{FlussSession, SessionOptions};
+use fluss_distributed::{TaskSizing, coordinator, explain_renderer, serve, worker};
+
+/// A session on `source` whose queries run on two in-process workers, every scan
+/// split as far as it goes; the workers stop when it is dropped.
+pub(super) struct Distributed {
+    pub(super) session: FlussSession,
+    stops: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Distributed {
+    fn drop(&mut self) {
+        for stop in self.stops.drain(..) {
+            let _ = stop.send(());
+        }
+    }
+}
+
+pub(super) async fn over_two_workers(source: Arc<dyn FlussSource>) -> Distributed {
+    let mut urls = Vec::new();
+    let mut stops = Vec::new();
+    for _ in 0..2 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(
+            format!("http://{}", listener.local_addr().unwrap())
+                .parse()
+                .unwrap(),
+        );
+        let sources = Arc::new(PlanSources::new([source.clone()]).unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        stops.push(stop);
+        tokio::spawn(serve(
+            worker(sources, Arc::new(RuntimeEnv::default())),
+            listener,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+    }
+    let sizing = TaskSizing {
+        bytes_per_task: 1,
+        max_tasks: None,
+    };
+    let options = SessionOptions {
+        create_database: false,
+        state_hook: Some(coordinator(
+            urls,
+            Arc::new(PlanSources::new([source.clone()]).unwrap()),
+            sizing,
+        )),
+        explain_renderer: Some(explain_renderer()),
+        ..SessionOptions::default()
+    };
+    Distributed {
+        session: FlussSession::with_options(source, options).await.unwrap(),
+        stops,
+    }
+}
