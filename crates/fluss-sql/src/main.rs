@@ -127,6 +127,10 @@ struct Args {
     /// shows the stages and their tasks.
     #[arg(long)]
     workers: Option<String>,
+    /// Bytes a distributed scan's task reads, e.g. 64m (with --workers): one task
+    /// per this many bytes, at most one per bucket or split and per worker.
+    #[arg(long, value_parser = parse_size, default_value = "128m")]
+    worker_task_bytes: usize,
 }
 
 fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
@@ -908,6 +912,7 @@ fn run(args: Args) -> Result<ExitCode> {
     // a new empty store or database.
     let create = args.create || args.demo;
     let named_database = args.database.clone();
+    let task_bytes = args.worker_task_bytes;
     let workers = args
         .workers
         .as_deref()
@@ -966,7 +971,10 @@ fn run(args: Args) -> Result<ExitCode> {
             options.state_hook = Some(fluss_distributed::coordinator(
                 workers,
                 sources,
-                fluss_distributed::TaskSizing::default(),
+                fluss_distributed::TaskSizing {
+                    bytes_per_task: task_bytes as u64,
+                    max_tasks: None,
+                },
             ));
             options.explain_renderer = Some(fluss_distributed::explain_renderer());
         }

@@ -921,3 +921,79 @@ fn an_error_carries_a_backtrace_when_rust_backtrace_asks() {
         "{traced}"
     );
 }
+
+/// `--workers`: the shell's queries run on two workers (served here, in this test's
+/// process) and answer as without them; EXPLAIN shows the stages and tasks.
+#[test]
+fn workers_run_the_shells_queries() {
+    let store = small_store();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let root = store.path().to_str().expect("a UTF-8 path").to_string();
+    let urls: Vec<String> = runtime.block_on(async {
+        let source: std::sync::Arc<dyn fluss_datafusion::FlussSource> = std::sync::Arc::new(
+            fluss_datafusion::LocalStore::open(&root)
+                .await
+                .expect("the store opens"),
+        );
+        let mut urls = Vec::new();
+        for _ in 0..2 {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("a port");
+            urls.push(format!(
+                "127.0.0.1:{}",
+                listener.local_addr().expect("bound").port()
+            ));
+            let sources = std::sync::Arc::new(
+                fluss_datafusion::distributed::PlanSources::new([source.clone()])
+                    .expect("plan sources"),
+            );
+            let worker = fluss_distributed::worker(
+                sources,
+                std::sync::Arc::new(datafusion::execution::runtime_env::RuntimeEnv::default()),
+            );
+            tokio::spawn(fluss_distributed::serve(
+                worker,
+                listener,
+                std::future::pending(),
+            ));
+        }
+        urls
+    });
+    let workers = urls.join(",");
+    // every scan split as far as it goes (the tables are small)
+    let workers = [workers.as_str(), "--worker-task-bytes", "1"];
+    for query in [
+        ITEMS,
+        "SELECT kind, count(*) FROM events GROUP BY kind ORDER BY kind",
+    ] {
+        let alone = run(store.path(), &["-q", "--format", "csv", "-c", query]);
+        let spread = run(
+            store.path(),
+            &[
+                &["-q", "--format", "csv", "--workers"],
+                &workers[..],
+                &["-c", query],
+            ]
+            .concat(),
+        );
+        assert!(alone.ok && spread.ok, "{}{}", alone.stderr, spread.stderr);
+        assert_eq!(spread.stdout, alone.stdout, "{query}");
+    }
+    let explain = run(
+        store.path(),
+        &[
+            &["-q", "--workers"],
+            &workers[..],
+            &["-c", &format!("EXPLAIN {ITEMS}")],
+        ]
+        .concat(),
+    );
+    assert!(explain.ok, "{}", explain.stderr);
+    assert!(
+        explain.stdout.contains("DistributedExec"),
+        "{}",
+        explain.stdout
+    );
+    drop(runtime);
+}
