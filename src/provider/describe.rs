@@ -199,6 +199,60 @@ macro_rules! leaf_node_methods {
 }
 pub(crate) use leaf_node_methods;
 
+/// `ExecutionPlan` methods of a node that passes its one child, `self.input`, through
+/// untouched: its properties and order, and filters pushed to the child as if the
+/// node were not there.
+macro_rules! pass_through_node_methods {
+    () => {
+        fn properties(&self) -> &std::sync::Arc<datafusion::physical_plan::PlanProperties> {
+            self.input.properties()
+        }
+
+        fn children(&self) -> Vec<&std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+            vec![&self.input]
+        }
+
+        fn maintains_input_order(&self) -> Vec<bool> {
+            vec![true]
+        }
+
+        fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+            vec![false]
+        }
+
+        fn gather_filters_for_pushdown(
+            &self,
+            _phase: datafusion::physical_plan::filter_pushdown::FilterPushdownPhase,
+            parent_filters: Vec<std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>>,
+            _config: &datafusion::config::ConfigOptions,
+        ) -> datafusion::error::Result<datafusion::physical_plan::filter_pushdown::FilterDescription>
+        {
+            datafusion::physical_plan::filter_pushdown::FilterDescription::from_children(
+                parent_filters,
+                &self.children(),
+            )
+        }
+
+        fn handle_child_pushdown_result(
+            &self,
+            _phase: datafusion::physical_plan::filter_pushdown::FilterPushdownPhase,
+            child_pushdown_result: datafusion::physical_plan::filter_pushdown::ChildPushdownResult,
+            _config: &datafusion::config::ConfigOptions,
+        ) -> datafusion::error::Result<
+            datafusion::physical_plan::filter_pushdown::FilterPushdownPropagation<
+                std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+            >,
+        > {
+            Ok(
+                datafusion::physical_plan::filter_pushdown::FilterPushdownPropagation::if_all(
+                    child_pushdown_result,
+                ),
+            )
+        }
+    };
+}
+pub(crate) use pass_through_node_methods;
+
 /// `ExecutionPlan::apply_expressions` of a leaf holding no expression.
 macro_rules! no_expressions {
     () => {

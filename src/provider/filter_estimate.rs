@@ -17,17 +17,13 @@ use std::sync::Arc;
 
 use datafusion::common::Statistics;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::config::ConfigOptions;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::filter::FilterExec;
-use datafusion::physical_plan::filter_pushdown::{
-    ChildPushdownResult, FilterDescription, FilterPushdownPhase, FilterPushdownPropagation,
-};
 use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs, StatisticsContext};
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
+    DisplayAs, DisplayFormatType, ExecutionPlan, SendableRecordBatchStream,
 };
 
 /// Its input, with the statistics of `predicate` applied to them.
@@ -62,21 +58,7 @@ impl ExecutionPlan for FilterEstimateExec {
         "FlussFilterEstimateExec"
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-
-    fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
-    }
-
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![false]
-    }
+    super::describe::pass_through_node_methods!();
 
     fn with_new_children(
         self: Arc<Self>,
@@ -121,24 +103,5 @@ impl ExecutionPlan for FilterEstimateExec {
 
     fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
         StatisticsContext::new().compute(self, &StatisticsArgs::new().with_partition(partition))
-    }
-
-    /// Filters reach the scan below, as if this node were not there.
-    fn gather_filters_for_pushdown(
-        &self,
-        _phase: FilterPushdownPhase,
-        parent_filters: Vec<Arc<dyn PhysicalExpr>>,
-        _config: &ConfigOptions,
-    ) -> DfResult<FilterDescription> {
-        FilterDescription::from_children(parent_filters, &self.children())
-    }
-
-    fn handle_child_pushdown_result(
-        &self,
-        _phase: FilterPushdownPhase,
-        child_pushdown_result: ChildPushdownResult,
-        _config: &ConfigOptions,
-    ) -> DfResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
-        Ok(FilterPushdownPropagation::if_all(child_pushdown_result))
     }
 }

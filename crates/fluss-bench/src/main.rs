@@ -1239,18 +1239,29 @@ async fn run_tpch_distributed(args: &Args, workers: usize) -> BenchResult<()> {
         let _ = std::fs::remove_dir_all(&data_dir);
     }
     let run = result?;
+    write_report(&args.out, "tpch-distributed", &run, distributed::report)
+}
+
+/// Writes `<name>.md` (by `report`, given the command that ran) and `<name>.json`
+/// of `run` into `out`.
+fn write_report<R: serde::Serialize>(
+    out: &std::path::Path,
+    name: &str,
+    run: &R,
+    report: impl Fn(&R, &str) -> String,
+) -> BenchResult<()> {
     let command: Vec<String> = std::env::args().collect();
     let command = format!(
         "cargo run --release --bin fluss-bench -- {}",
         command.get(1..).unwrap_or_default().join(" ")
     );
-    let md = distributed::report(&run, &command);
-    std::fs::write(args.out.join("tpch-distributed.md"), &md)
-        .context(|| "writing tpch-distributed.md".into())?;
-    let json = serde_json::to_string_pretty(&run).context(|| "serializing".into())?;
-    std::fs::write(args.out.join("tpch-distributed.json"), json)
-        .context(|| "writing tpch-distributed.json".into())?;
-    eprintln!("report: {}", args.out.join("tpch-distributed.md").display());
+    let md_path = out.join(format!("{name}.md"));
+    std::fs::write(&md_path, report(run, &command))
+        .context(|| format!("writing {}", md_path.display()))?;
+    let json = serde_json::to_string_pretty(run).context(|| "serializing".into())?;
+    let json_path = out.join(format!("{name}.json"));
+    std::fs::write(&json_path, json).context(|| format!("writing {}", json_path.display()))?;
+    eprintln!("report: {}", md_path.display());
     Ok(())
 }
 
@@ -1285,17 +1296,7 @@ async fn run_tpch(args: &Args) -> BenchResult<()> {
         let _ = std::fs::remove_dir_all(&data_dir);
     }
     let run = result?;
-    let command: Vec<String> = std::env::args().collect();
-    let command = format!(
-        "cargo run --release --bin fluss-bench -- {}",
-        command.get(1..).unwrap_or_default().join(" ")
-    );
-    let md = tpch::report(&run, &command);
-    std::fs::write(args.out.join("tpch.md"), &md).context(|| "writing tpch.md".into())?;
-    let json = serde_json::to_string_pretty(&run).context(|| "serializing".into())?;
-    std::fs::write(args.out.join("tpch.json"), json).context(|| "writing tpch.json".into())?;
-    eprintln!("report: {}", args.out.join("tpch.md").display());
-    Ok(())
+    write_report(&args.out, "tpch", &run, tpch::report)
 }
 
 fn main() {

@@ -8,7 +8,9 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 
-use super::super::describe::{group_by_size, lake_files_pruned, leaf_properties};
+use super::super::describe::{
+    group_by_size, lake_files_pruned as lake_files_pruned_metric, leaf_properties,
+};
 use super::super::kv_scan_exec::FlussKvScanExec;
 use super::super::lake_exec::FlussLakeMergeExec;
 use super::super::log_exec::FlussLogScanExec;
@@ -149,6 +151,32 @@ fn into_partitions<T>(
         .collect()
 }
 
+/// The units of `groups` dealt to `tasks` tasks and grouped into partitions, one
+/// variant each by `build(task, groups)`.
+fn variants<T: Clone>(
+    groups: &[Vec<T>],
+    tasks: usize,
+    partitions: usize,
+    size: impl Fn(&T) -> u64 + Copy,
+    build: impl Fn(usize, Vec<Vec<T>>) -> Arc<dyn ExecutionPlan>,
+) -> Vec<Arc<dyn ExecutionPlan>> {
+    let dealt = deal(groups.iter().flatten().cloned().collect(), tasks, size);
+    into_partitions(dealt, partitions, size)
+        .into_iter()
+        .enumerate()
+        .map(|(task, groups)| build(task, groups))
+        .collect()
+}
+
+/// Metrics of task `task`'s variant: the lake files a plan never opens are counted
+/// once, on the first task, not once per task.
+fn variant_metrics(task: usize, lake_files_pruned: usize) -> (ExecutionPlanMetricsSet, usize) {
+    let metrics = ExecutionPlanMetricsSet::new();
+    let pruned = if task == 0 { lake_files_pruned } else { 0 };
+    lake_files_pruned_metric(&metrics, pruned);
+    (metrics, pruned)
+}
+
 /// `plan` split over `tasks` tasks when it is a Fluss scan leaf that splits: one
 /// variant per task, reading disjoint buckets or splits (together exactly the
 /// plan's), all with the same schema and number of partitions. `None` for any other
@@ -165,15 +193,13 @@ pub fn split_scan(
     let partitions = plan.properties().partitioning.partition_count();
     if let Some(scan) = plan.downcast_ref::<FlussLogScanExec>() {
         let size = |c: &crate::union::BucketCut| c.range.offsets();
-        let dealt = deal(scan.groups.iter().flatten().cloned().collect(), tasks, size);
-        let variants = into_partitions(dealt, partitions, size)
-            .into_iter()
-            .enumerate()
-            .map(|(task, groups)| {
-                let metrics = ExecutionPlanMetricsSet::new();
-                // counted once, not once per task
-                let pruned = if task == 0 { scan.lake_files_pruned } else { 0 };
-                lake_files_pruned(&metrics, pruned);
+        return Some(Ok(variants(
+            &scan.groups,
+            tasks,
+            partitions,
+            size,
+            |task, groups| {
+                let (metrics, pruned) = variant_metrics(task, scan.lake_files_pruned);
                 Arc::new(FlussLogScanExec {
                     source: scan.source.clone(),
                     table: scan.table.clone(),
@@ -190,21 +216,18 @@ pub fn split_scan(
                     partitions: scan.partitions,
                     lake_files_pruned: pruned,
                     exact_rows: scan.exact_rows,
-                }) as Arc<dyn ExecutionPlan>
-            })
-            .collect();
-        return Some(Ok(variants));
+                })
+            },
+        )));
     }
     if let Some(merge) = plan.downcast_ref::<FlussLakeMergeExec>() {
         let size = |t: &crate::lake::MergeTask| t.rows.max(0) as u64;
-        let dealt = deal(
-            merge.groups.iter().flatten().cloned().collect(),
+        return Some(Ok(variants(
+            &merge.groups,
             tasks,
+            partitions,
             size,
-        );
-        let variants = into_partitions(dealt, partitions, size)
-            .into_iter()
-            .map(|groups| {
+            |_, groups| {
                 Arc::new(FlussLakeMergeExec::new(
                     merge.lake.clone(),
                     merge.source.clone(),
@@ -215,21 +238,19 @@ pub fn split_scan(
                     merge.limit,
                     merge.projection.clone(),
                     merge.estimates.clone(),
-                )) as Arc<dyn ExecutionPlan>
-            })
-            .collect();
-        return Some(Ok(variants));
+                ))
+            },
+        )));
     }
     if let Some(scan) = plan.downcast_ref::<FlussPrimaryKeyScanExec>() {
         let size = PrimaryKeyBucketTask::estimated_rows;
-        let dealt = deal(scan.groups.iter().flatten().cloned().collect(), tasks, size);
-        let variants = into_partitions(dealt, partitions, size)
-            .into_iter()
-            .enumerate()
-            .map(|(task, groups)| {
-                let metrics = ExecutionPlanMetricsSet::new();
-                let pruned = if task == 0 { scan.lake_files_pruned } else { 0 };
-                lake_files_pruned(&metrics, pruned);
+        return Some(Ok(variants(
+            &scan.groups,
+            tasks,
+            partitions,
+            size,
+            |task, groups| {
+                let (metrics, pruned) = variant_metrics(task, scan.lake_files_pruned);
                 Arc::new(FlussPrimaryKeyScanExec {
                     inputs: scan.inputs.clone(),
                     properties: leaf_properties(&scan.schema, groups.len()),
@@ -241,17 +262,18 @@ pub fn split_scan(
                     join_lookup: None,
                     partitions: scan.partitions,
                     lake_files_pruned: pruned,
-                }) as Arc<dyn ExecutionPlan>
-            })
-            .collect();
-        return Some(Ok(variants));
+                })
+            },
+        )));
     }
     if let Some(scan) = plan.downcast_ref::<FlussKvScanExec>() {
         let size = |_: &crate::source::BucketLocation| 1;
-        let dealt = deal(scan.groups.iter().flatten().cloned().collect(), tasks, size);
-        let variants = into_partitions(dealt, partitions, size)
-            .into_iter()
-            .map(|groups| {
+        return Some(Ok(variants(
+            &scan.groups,
+            tasks,
+            partitions,
+            size,
+            |_, groups| {
                 Arc::new(FlussKvScanExec {
                     source: scan.source.clone(),
                     table: scan.table.clone(),
@@ -264,10 +286,9 @@ pub fn split_scan(
                     reason: scan.reason,
                     schema: scan.schema.clone(),
                     metrics: ExecutionPlanMetricsSet::new(),
-                }) as Arc<dyn ExecutionPlan>
-            })
-            .collect();
-        return Some(Ok(variants));
+                })
+            },
+        )));
     }
     None
 }
