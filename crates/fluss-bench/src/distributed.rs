@@ -105,8 +105,9 @@ fn fluss_worker() -> BenchResult<PathBuf> {
 
 fn start_worker(binary: &Path, store: &Path) -> BenchResult<WorkerProcess> {
     let mut child = Command::new(binary)
-        .args(["--listen", "127.0.0.1:0", "--store"])
+        .args(["--listen", "127.0.0.1:0", "--stop-with-stdin", "--store"])
         .arg(store)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

@@ -143,8 +143,9 @@ impl Drop for WorkerProcess {
 
 fn worker_process(source_args: &[&str]) -> WorkerProcess {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fluss-worker"))
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--stop-with-stdin"])
         .args(source_args)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

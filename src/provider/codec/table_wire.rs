@@ -98,3 +98,60 @@ impl TableWire {
         Ok(table)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use fluss::metadata::{DataTypes, TableDescriptor};
+
+    use super::*;
+
+    fn schema(columns: &[&str]) -> Schema {
+        let mut builder = Schema::builder();
+        for c in columns {
+            builder = builder.column(*c, DataTypes::bigint());
+        }
+        builder.build().unwrap()
+    }
+
+    #[test]
+    fn a_shipped_table_keeps_every_schema_and_no_secret() {
+        let latest = schema(&["id", "v"]);
+        let descriptor = TableDescriptor::builder()
+            .schema(latest.clone())
+            .distributed_by(Some(3), vec![])
+            .property("table.datalake.enabled", "true")
+            .property("table.datalake.paimon.warehouse", "/lake")
+            .property("table.datalake.paimon.s3.secret-key", "hush")
+            .property("client.security.sasl.password", "hush")
+            .build()
+            .unwrap();
+        let path = TablePath::new("db", "t");
+        let info = TableInfo::of(path.clone(), 7, 2, descriptor, 1, 2);
+        let mut history = SchemaHistory::default();
+        history.insert(SchemaVersion::new(1, schema(&["id"])).unwrap());
+        history.insert(SchemaVersion::new(2, latest).unwrap());
+        let table = FlussTable {
+            path,
+            info,
+            schemas: Arc::new(history),
+        };
+        let json = serde_json::to_string(&TableWire::of(&table)).unwrap();
+        assert!(!json.contains("hush"), "{json}");
+        let shipped: TableWire = serde_json::from_str(&json).unwrap();
+        let back = shipped.into_table().unwrap();
+        assert_eq!(back.table_id(), 7);
+        assert_eq!(back.info.get_schema_id(), 2);
+        assert_eq!(back.info.get_num_buckets(), 3);
+        assert_eq!(back.schemas.len(), 2);
+        assert_eq!(
+            back.schemas.get(1).unwrap().schema,
+            table.schemas.get(1).unwrap().schema
+        );
+        let properties = back.info.get_properties();
+        assert_eq!(
+            properties.get("table.datalake.paimon.warehouse").unwrap(),
+            "/lake"
+        );
+        assert!(!properties.keys().any(|k| is_sensitive_property(k)));
+    }
+}

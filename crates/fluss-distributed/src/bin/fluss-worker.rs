@@ -42,6 +42,10 @@ struct Args {
     /// Memory limit of the tasks' engine, in bytes.
     #[arg(long)]
     memory_limit: Option<usize>,
+    /// Stop when standard input closes: a parent (a test, a benchmark) that dies
+    /// takes its workers with it.
+    #[arg(long)]
+    stop_with_stdin: bool,
 }
 
 fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
@@ -109,8 +113,22 @@ async fn run(args: Args) -> Result<()> {
     let address = listener.local_addr().map_err(Error::from)?;
     println!("listening on {address}");
     let worker = fluss_distributed::worker(sources, env);
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+    let stop_with_stdin = args.stop_with_stdin;
+    let shutdown = async move {
+        let stdin_closed = async {
+            if !stop_with_stdin {
+                return std::future::pending().await;
+            }
+            // reads until end of input, then the worker stops
+            let _ = tokio::task::spawn_blocking(|| {
+                std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())
+            })
+            .await;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = stdin_closed => {}
+        }
     };
     fluss_distributed::serve(worker, listener, shutdown).await
 }
