@@ -43,6 +43,9 @@ pub struct DistributedArgs {
     pub data_dir: PathBuf,
     /// Only these queries (all when empty).
     pub queries: Vec<String>,
+    /// Session options of the distributed side, `key=value` (e.g.
+    /// `distributed.compression=none`).
+    pub options: Vec<(String, String)>,
 }
 
 /// One query, single process against distributed.
@@ -131,18 +134,26 @@ fn distributed_context(
     store: &Arc<LocalStore>,
     workers: &[WorkerProcess],
     target_partitions: usize,
+    options: &[(String, String)],
 ) -> BenchResult<SessionContext> {
     let source: Arc<dyn FlussSource> = store.clone();
     let sources = Arc::new(PlanSources::new([source]).context(|| "the plan sources".into())?);
     let urls = workers.iter().map(|w| w.url.clone()).collect();
     let hook = coordinator(urls, sources, TaskSizing::default());
     let config = tpch_config(target_partitions).with_default_catalog_and_schema("fluss", DATABASE);
-    let state = hook(
+    let mut state = hook(
         SessionStateBuilder::new()
             .with_config(config)
             .with_default_features(),
     )
     .build();
+    for (key, value) in options {
+        state
+            .config_mut()
+            .options_mut()
+            .set(key, value)
+            .context(|| format!("setting {key}"))?;
+    }
     let ctx = SessionContext::new_with_state(state);
     ctx.register_catalog("fluss", Arc::new(FlussCatalog::new(store.clone())));
     Ok(ctx)
@@ -219,7 +230,7 @@ pub async fn run(args: &DistributedArgs) -> BenchResult<DistributedRun> {
         .map(|_| start_worker(&binary, &store_dir))
         .collect::<BenchResult<Vec<_>>>()?;
     let single = union_context(&store, args.target_partitions);
-    let distributed = distributed_context(&store, &workers, args.target_partitions)?;
+    let distributed = distributed_context(&store, &workers, args.target_partitions, &args.options)?;
     let mut results = Vec::new();
     for (name, sql) in queries() {
         if !args.queries.is_empty() && !args.queries.iter().any(|q| q == name) {

@@ -159,6 +159,10 @@ struct Args {
     /// the workers first: `cargo build --release -p fluss-distributed`.
     #[arg(long)]
     tpch_distributed: Option<usize>,
+    /// A session option of `--tpch-distributed`'s distributed side, `key=value`
+    /// (repeatable), e.g. `distributed.compression=none`.
+    #[arg(long = "distributed-option", value_parser = parse_key_value)]
+    distributed_option: Vec<(String, String)>,
     /// Only these `--tpch` queries (`q1,q6`; default all 22).
     #[arg(long, value_delimiter = ',')]
     tpch_queries: Vec<String>,
@@ -1213,6 +1217,13 @@ fn smoke_check(args: &Args, suite: &Suite, out: &Path) -> Vec<String> {
     missing
 }
 
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not key=value")),
+    }
+}
+
 /// `--tpch-distributed`: writes `tpch-distributed.md` and `tpch-distributed.json`.
 async fn run_tpch_distributed(args: &Args, workers: usize) -> BenchResult<()> {
     std::fs::create_dir_all(&args.out).context(|| format!("creating {}", args.out.display()))?;
@@ -1233,6 +1244,7 @@ async fn run_tpch_distributed(args: &Args, workers: usize) -> BenchResult<()> {
         workers,
         data_dir: data_dir.clone(),
         queries: args.tpch_queries.clone(),
+        options: args.distributed_option.clone(),
     };
     let result = distributed::run(&run_args).await;
     if !args.keep_data && data_dir.exists() {
