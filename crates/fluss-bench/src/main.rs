@@ -161,7 +161,7 @@ struct Args {
     tpch_distributed: Option<usize>,
     /// A session option of `--tpch-distributed`'s distributed side, `key=value`
     /// (repeatable), e.g. `distributed.compression=none`.
-    #[arg(long = "distributed-option", value_parser = parse_key_value)]
+    #[arg(long = "distributed-option", value_parser = fluss_distributed::parse_key_value)]
     distributed_option: Vec<(String, String)>,
     /// Only these `--tpch` queries (`q1,q6`; default all 22).
     #[arg(long, value_delimiter = ',')]
@@ -1215,13 +1215,6 @@ fn smoke_check(args: &Args, suite: &Suite, out: &Path) -> Vec<String> {
         }
     }
     missing
-}
-
-fn parse_key_value(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("'{s}' is not key=value")),
-    }
 }
 
 /// `--tpch-distributed`: writes `tpch-distributed.md` and `tpch-distributed.json`.

@@ -91,6 +91,19 @@ impl WorkerResolver for StaticWorkers {
     }
 }
 
+/// A `key=value` option as the shell, the worker and the benchmark take them on
+/// their command lines (`--lake-option s3.endpoint=http://…`): the key trimmed, the
+/// value as written.
+pub fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!(
+            "'{}' is not key=value",
+            s.split('=').next().unwrap_or(s)
+        )),
+    }
+}
+
 /// Worker addresses from `host:port,host:port` (a scheme, `http://`, is optional).
 pub fn parse_workers(list: &str) -> Result<Vec<Url>> {
     let urls = list

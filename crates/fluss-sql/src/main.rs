@@ -108,11 +108,11 @@ struct Args {
     sasl_password: Option<String>,
     /// A lake catalog or storage option for every table, `key=value` (repeatable),
     /// e.g. `s3.endpoint=http://127.0.0.1:9000`.
-    #[arg(long = "lake-option", value_parser = parse_key_value)]
+    #[arg(long = "lake-option", value_parser = fluss_distributed::parse_key_value)]
     lake_option: Vec<(String, String)>,
     /// A Fluss client option for writes to a cluster, `key=value` (repeatable), by
     /// Fluss's names, e.g. `client.writer.acks=all`, `client.writer.batch-size=2mb`.
-    #[arg(long = "client-option", value_parser = parse_key_value)]
+    #[arg(long = "client-option", value_parser = fluss_distributed::parse_key_value)]
     client_option: Vec<(String, String)>,
     /// More log on stderr: -v info, -vv debug, -vvv trace (warnings always; `RUST_LOG`,
     /// e.g. `fluss_datafusion=debug`, overrides), and errors with their backtrace
@@ -131,16 +131,6 @@ struct Args {
     /// per this many bytes, at most one per bucket or split and per worker.
     #[arg(long, value_parser = parse_size, default_value = "128m")]
     worker_task_bytes: usize,
-}
-
-fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!(
-            "'{}' is not key=value",
-            s.split('=').next().unwrap_or(s)
-        )),
-    }
 }
 
 /// The cluster options of the command line and the `FLUSS_SASL_*` environment.

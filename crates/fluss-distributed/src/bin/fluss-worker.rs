@@ -37,7 +37,7 @@ struct Args {
     #[arg(long)]
     sasl_password: Option<String>,
     /// A lake catalog or storage option for every table, `key=value` (repeatable).
-    #[arg(long = "lake-option", value_parser = parse_key_value)]
+    #[arg(long = "lake-option", value_parser = fluss_distributed::parse_key_value)]
     lake_option: Vec<(String, String)>,
     /// Memory limit of the tasks' engine, in bytes.
     #[arg(long)]
@@ -46,16 +46,6 @@ struct Args {
     /// takes its workers with it.
     #[arg(long)]
     stop_with_stdin: bool,
-}
-
-fn parse_key_value(s: &str) -> std::result::Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!(
-            "'{}' is not key=value",
-            s.split('=').next().unwrap_or(s)
-        )),
-    }
 }
 
 async fn open_source(args: &Args) -> Result<Arc<dyn FlussSource>> {
