@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::execution::SessionStateBuilder;
-use datafusion::physical_plan::collect;
 use datafusion::prelude::SessionContext;
 use datafusion_distributed::{DistributedMetricsFormat, explain_analyze};
 use fluss_datafusion::FlussCatalog;
@@ -161,16 +160,7 @@ fn distributed_context(
 
 /// Stages, tasks and the plan bytes sent of `sql` run once over the workers.
 async fn shape(ctx: &SessionContext, sql: &str) -> BenchResult<(usize, usize, String)> {
-    let plan = ctx
-        .sql(sql)
-        .await
-        .context(|| format!("planning {sql}"))?
-        .create_physical_plan()
-        .await
-        .context(|| format!("planning {sql}"))?;
-    collect(plan.clone(), ctx.task_ctx())
-        .await
-        .context(|| format!("running {sql}"))?;
+    let plan = crate::executed_plan(ctx, sql).await?;
     let text = explain_analyze(
         fluss_distributed::distributed_plan(&plan),
         DistributedMetricsFormat::PerTask,

@@ -631,12 +631,11 @@ fn partition_counts(
     }
 }
 
-async fn point_lookup_finding(
+/// The physical plan of `sql`, run once to its end (its metrics filled).
+async fn executed_plan(
     ctx: &SessionContext,
     sql: &str,
-    ds: DatasetKey,
-    buckets: i32,
-) -> BenchResult<LookupFinding> {
+) -> BenchResult<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
     let plan = ctx
         .sql(sql)
         .await
@@ -647,6 +646,16 @@ async fn point_lookup_finding(
     collect(plan.clone(), ctx.task_ctx())
         .await
         .context(|| format!("running {sql}"))?;
+    Ok(plan)
+}
+
+async fn point_lookup_finding(
+    ctx: &SessionContext,
+    sql: &str,
+    ds: DatasetKey,
+    buckets: i32,
+) -> BenchResult<LookupFinding> {
+    let plan = executed_plan(ctx, sql).await?;
     let mut per_partition = BTreeMap::new();
     partition_counts(&plan, &["lake_rows", "log_rows"], &mut per_partition);
     Ok(LookupFinding {

@@ -130,7 +130,10 @@ impl<'a> FrameReader<'a> {
                 .ok_or_else(|| damaged(&format!("part {i} of {count} ends early")))?;
             parts.push(part);
         }
-        if !rest.is_empty() || parts.is_empty() {
+        if parts.is_empty() {
+            return Err(damaged("no header"));
+        }
+        if !rest.is_empty() {
             return Err(damaged("bytes after its last part"));
         }
         Ok(Some(Self {
