@@ -26,16 +26,25 @@ impl Drop for Distributed {
 }
 
 pub(super) async fn over_two_workers(source: Arc<dyn FlussSource>) -> Distributed {
+    over_workers(source.clone(), vec![source.clone(), source]).await
+}
+
+/// As [`over_two_workers`], each worker reading through its own source (its own
+/// connection to a cluster, as a worker process has).
+pub(super) async fn over_workers(
+    source: Arc<dyn FlussSource>,
+    worker_sources: Vec<Arc<dyn FlussSource>>,
+) -> Distributed {
     let mut urls = Vec::new();
     let mut stops = Vec::new();
-    for _ in 0..2 {
+    for worker_source in worker_sources {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         urls.push(
             format!("http://{}", listener.local_addr().unwrap())
                 .parse()
                 .unwrap(),
         );
-        let sources = Arc::new(PlanSources::new([source.clone()]).unwrap());
+        let sources = Arc::new(PlanSources::new([worker_source]).unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         stops.push(stop);
         tokio::spawn(serve(

@@ -1,7 +1,7 @@
 //! Union reads distributed over datafusion-distributed workers, on loopback only,
 //! each checked against the same query run in one process: log and primary-key
-//! tables with a lake and a tail, Paimon and Iceberg, from a LocalStore and from a
-//! cluster (the RPC test server); in-process workers and `fluss-worker` processes.
+//! tables with a lake and a tail, Paimon and Iceberg, partitioned or not, from a
+//! LocalStore and from a cluster (the RPC test server); in-process workers and `fluss-worker` processes.
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
@@ -58,6 +58,12 @@ const TABLES: &[&str] = &[
     "CALL fluss.tier('db.pk_i')",
     "INSERT INTO db.pk_i VALUES (4, 'di', 44), (5, 'ed', 50)",
     "DELETE FROM db.pk_i WHERE id = 2",
+    "CREATE TABLE db.pk_by_day (id BIGINT, dt STRING, v INT, PRIMARY KEY (dt, id) NOT ENFORCED) \
+     PARTITIONED BY (dt) WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
+    "INSERT INTO db.pk_by_day VALUES (1, '2026-01-01', 10), (2, '2026-01-01', 20), \
+     (1, '2026-01-02', 30), (2, '2026-01-02', 40)",
+    "CALL fluss.tier('db.pk_by_day')",
+    "INSERT INTO db.pk_by_day VALUES (1, '2026-01-01', 11), (3, '2026-01-03', 50)",
 ];
 
 /// Queries over every table: whole rows, filters, aggregates, a join, the lake alone.
@@ -75,6 +81,8 @@ const QUERIES: &[&str] = &[
     "SELECT l.id, l.name, p.owner FROM db.log_p l JOIN db.pk_p p ON l.id = p.id",
     "SELECT * FROM \"db\".\"pk_p$lake\"",
     "SELECT * FROM \"db\".\"log_i$lake\" WHERE id > 2",
+    "SELECT * FROM db.pk_by_day",
+    "SELECT dt, sum(v) FROM db.pk_by_day WHERE dt >= '2026-01-02' GROUP BY dt",
 ];
 
 /// Rows as sorted lines of text.
@@ -446,6 +454,7 @@ async fn a_worker_killed_mid_query_ends_it_in_an_error_or_the_whole_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn scan_nodes_encode_and_decode_without_a_network() {
     let (_dir, store, single) = store_from_sql(TABLES).await;
+    let store_again = store.clone();
     let source: Arc<dyn FlussSource> = store;
     let codec = FlussPhysicalCodec::new(Arc::new(PlanSources::new([source]).unwrap()));
     let ctx = single.context().task_ctx();
@@ -467,4 +476,35 @@ async fn scan_nodes_encode_and_decode_without_a_network() {
             "{sql}"
         );
     }
+    // A worker keeps primary-key tails folded between plans, as one process does.
+    let source: Arc<dyn FlussSource> = store_again;
+    let codec = FlussPhysicalCodec::new(Arc::new(PlanSources::new([source]).unwrap()));
+    let sql = "SELECT * FROM db.pk_p";
+    let bytes =
+        physical_plan_to_bytes_with_extension_codec(physical_plan(&single, sql).await, &codec)
+            .unwrap();
+    let mut hits = Vec::new();
+    for _ in 0..2 {
+        let decoded = physical_plan_from_bytes_with_extension_codec(&bytes, &ctx, &codec).unwrap();
+        collect(decoded.clone(), ctx.clone()).await.unwrap();
+        hits.push(metric_sum(decoded.as_ref(), "tail_cache_hits"));
+    }
+    assert_eq!(hits[0], 0, "nothing was kept before the first plan");
+    assert!(
+        hits[1] > 0,
+        "the second plan folded its tails again: {hits:?}"
+    );
+}
+
+/// The sum of the counter `name` over every node of `plan`.
+fn metric_sum(plan: &dyn ExecutionPlan, name: &str) -> usize {
+    let own = plan
+        .metrics()
+        .and_then(|m| m.sum_by_name(name))
+        .map_or(0, |v| v.as_usize());
+    own + plan
+        .children()
+        .into_iter()
+        .map(|c| metric_sum(c.as_ref(), name))
+        .sum::<usize>()
 }

@@ -523,6 +523,16 @@ impl ClusterSource {
         if let Some(leader) = metadata.get_cluster().leader_for(&table_bucket) {
             return Ok(leader.url());
         }
+        // fluss-rs 1.0 names a partition's table from the metadata it had before the
+        // answer (`Cluster::update`, cluster.rs:314, an `unwrap`): a table this client
+        // never loaded (a distributed worker given a plan) is loaded first
+        let unknown_table = metadata
+            .get_cluster()
+            .get_table_path_by_id(table.table_id())
+            .is_none();
+        if partition_id.is_some() && unknown_table {
+            self.refresh_table_metadata(table).await?;
+        }
         let path = table.path.clone();
         let leader = self
             .read_on_client(|| {

@@ -732,8 +732,65 @@ pub fn run_matrix(fluss: &mut RealFluss) -> Vec<String> {
         );
         failures.extend(found.into_iter().map(|f| format!("[LocalStore copy] {f}")));
     }
+    failures.extend(distributed_reads(&*writer.fluss, &runtime, &tables));
     if SNAPSHOT_READS.swap(0, std::sync::atomic::Ordering::Relaxed) == 0 {
         failures.push("no table had a lake snapshot with Fluss's offsets to read at".into());
+    }
+    failures
+}
+
+/// Every table's union read distributed over two datafusion-distributed workers, each
+/// with its own connection to the real cluster, against the rows written: the plans
+/// travel with the cluster's offsets pinned by the coordinator, and each worker reads
+/// its buckets' lake files and log tails itself.
+fn distributed_reads(
+    fluss: &RealFluss,
+    runtime: &tokio::runtime::Runtime,
+    tables: &[Table],
+) -> Vec<String> {
+    let connect = || async {
+        let source = ClusterSource::connect(ClusterOptions {
+            bootstrap_servers: fluss.bootstrap_servers().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("the cluster source connects to the real cluster");
+        Arc::new(source) as Arc<dyn fluss_datafusion::FlussSource>
+    };
+    let distributed = runtime.block_on(async {
+        let workers = vec![connect().await, connect().await];
+        crate::distributed_workers::over_workers(connect().await, workers).await
+    });
+    let mut failures = Vec::new();
+    let mut distributed_plans = 0;
+    for t in tables {
+        let select = t
+            .columns
+            .iter()
+            .map(|c| format!("\"{}\"", c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("SELECT {select} FROM db.{}", t.name);
+        match ours(runtime, &distributed.session, &sql) {
+            Ok((_, got)) => expect_same(
+                &mut failures,
+                format!(
+                    "{}: union read over two workers vs the rows written",
+                    t.name
+                ),
+                got,
+                t.model.rows(),
+            ),
+            Err(e) => failures.push(format!("{}: {sql} over two workers: {e}", t.name)),
+        }
+        if let Ok((_, plan)) = ours(runtime, &distributed.session, &format!("EXPLAIN {sql}"))
+            && show(&plan).contains("DistributedExec")
+        {
+            distributed_plans += 1;
+        }
+    }
+    if distributed_plans == 0 {
+        failures.push("no read of the real cluster was planned distributed".into());
     }
     failures
 }
