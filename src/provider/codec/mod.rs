@@ -420,6 +420,7 @@ impl FlussPhysicalCodec {
             None => None,
         };
         let scan_schema = frame.schema(wire.scan_schema)?;
+        let (tail_cache, lake_keys) = self.sources.caches(&wire.source)?;
         let inputs = PrimaryKeyMergeInputs {
             source: self.sources.source(&wire.source)?,
             table,
@@ -429,8 +430,8 @@ impl FlussPhysicalCodec {
             key_positions: wire.key_positions,
             output_positions: wire.output_positions,
             estimates: decode_estimates(&wire.estimates, frame)?,
-            tail_cache: None,
-            lake_keys: None,
+            tail_cache: Some(tail_cache),
+            lake_keys: Some(lake_keys),
             key_lookup: wire.key_lookup.map(|p| frame.arrays(p)).transpose()?,
         };
         let key_types = inputs.key_types();

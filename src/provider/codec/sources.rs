@@ -10,6 +10,9 @@ use crate::error::{Error, Result};
 use crate::lake::LakeTable;
 use crate::source::{FlussSource, SourceSpec};
 use crate::table::FlussTable;
+use crate::union::lake_keys::DEFAULT_LAKE_KEY_CACHE_BYTES;
+use crate::union::tail_cache::DEFAULT_TAIL_CACHE_BYTES;
+use crate::union::{LakeKeyCache, TailCache};
 
 /// Lake tables kept open, by source, table id and snapshot (a table opened before a
 /// snapshot was committed may not know it).
@@ -17,11 +20,22 @@ const KEPT_LAKES: usize = 64;
 
 type LakeKey = (SourceSpec, i64, i64);
 
+/// One served source and what its plans keep between queries: its own caches, as a
+/// catalog keeps them per source, so what one source's credentials read is never
+/// served to a plan of another.
+struct Served {
+    spec: SourceSpec,
+    source: Arc<dyn FlussSource>,
+    tail_cache: Arc<TailCache>,
+    lake_keys: Arc<LakeKeyCache>,
+}
+
 /// The sources a process (a distributed worker) runs shipped plans against: only
 /// those it was started with, never one a plan names. Each plan's lake table is
-/// opened through its source's lake options on first use and kept.
+/// opened through its source's lake options on first use and kept; primary-key
+/// tails folded and lake files' keys are kept per source, as in one process.
 pub struct PlanSources {
-    sources: Vec<(SourceSpec, Arc<dyn FlussSource>)>,
+    sources: Vec<Served>,
     lakes: Mutex<VecDeque<(LakeKey, Arc<dyn LakeTable>)>>,
     /// Where lake tables are opened: plans are decoded synchronously, and a table
     /// opened there must keep the runtime its clients were made on.
@@ -30,7 +44,7 @@ pub struct PlanSources {
 
 impl fmt::Debug for PlanSources {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let specs: Vec<String> = self.sources.iter().map(|(s, _)| s.to_string()).collect();
+        let specs: Vec<String> = self.sources.iter().map(|s| s.spec.to_string()).collect();
         f.debug_struct("PlanSources")
             .field("sources", &specs)
             .finish_non_exhaustive()
@@ -58,7 +72,12 @@ impl PlanSources {
                     source.name()
                 ))
             })?;
-            named.push((spec, source));
+            named.push(Served {
+                spec,
+                source,
+                tail_cache: Arc::new(TailCache::new(DEFAULT_TAIL_CACHE_BYTES)),
+                lake_keys: Arc::new(LakeKeyCache::new(DEFAULT_LAKE_KEY_CACHE_BYTES)),
+            });
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -75,17 +94,37 @@ impl PlanSources {
         })
     }
 
+    /// Bounds the caches every served source keeps between plans (bytes; 0 keeps
+    /// nothing): folded primary-key tails and lake files' key columns. Both default
+    /// to 256 MiB, as a catalog's.
+    pub fn with_cache_bytes(mut self, tail_cache: usize, lake_keys: usize) -> Self {
+        for served in &mut self.sources {
+            served.tail_cache = Arc::new(TailCache::new(tail_cache));
+            served.lake_keys = Arc::new(LakeKeyCache::new(lake_keys));
+        }
+        self
+    }
+
     /// The sources served, by spec.
     pub fn specs(&self) -> impl Iterator<Item = &SourceSpec> {
-        self.sources.iter().map(|(s, _)| s)
+        self.sources.iter().map(|s| &s.spec)
     }
 
     /// The source `spec` names, if this process serves it.
     pub(crate) fn source(&self, spec: &SourceSpec) -> Result<Arc<dyn FlussSource>> {
+        Ok(self.served(spec)?.source.clone())
+    }
+
+    /// The tail cache and lake-key cache of `spec`'s source.
+    pub(crate) fn caches(&self, spec: &SourceSpec) -> Result<(Arc<TailCache>, Arc<LakeKeyCache>)> {
+        let served = self.served(spec)?;
+        Ok((served.tail_cache.clone(), served.lake_keys.clone()))
+    }
+
+    fn served(&self, spec: &SourceSpec) -> Result<&Served> {
         self.sources
             .iter()
-            .find(|(s, _)| s == spec)
-            .map(|(_, source)| source.clone())
+            .find(|s| &s.spec == spec)
             .ok_or_else(|| {
                 let served: Vec<String> = self.specs().map(ToString::to_string).collect();
                 Error::invalid_input(format!(
