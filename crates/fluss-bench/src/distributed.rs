@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
 use datafusion_distributed::{DistributedMetricsFormat, explain_analyze};
 use fluss_datafusion::FlussCatalog;
@@ -30,7 +31,7 @@ pub struct DistributedArgs {
     pub tail_share: f64,
     /// Lake format.
     pub lake: LakeFormat,
-    /// Measured runs and warm-ups per query.
+    /// Measured runs per query; 0 checks the answers and the plans' shape only.
     pub runs: usize,
     /// Warm-up runs per query.
     pub warmup: usize,
@@ -38,6 +39,9 @@ pub struct DistributedArgs {
     pub target_partitions: usize,
     /// Worker processes.
     pub workers: usize,
+    /// Serve the workers in this process instead of `fluss-worker` processes (the
+    /// test of the answers needs no release build beside it).
+    pub in_process: bool,
     /// Where the store goes.
     pub data_dir: PathBuf,
     /// Only these queries (all when empty).
@@ -45,6 +49,8 @@ pub struct DistributedArgs {
     /// Session options of the distributed side, `key=value` (e.g.
     /// `distributed.compression=none`).
     pub options: Vec<(String, String)>,
+    /// Bytes a scan's task reads ([`TaskSizing::bytes_per_task`]).
+    pub task_bytes: u64,
 }
 
 /// One query, single process against distributed.
@@ -54,10 +60,10 @@ pub struct DistributedResult {
     pub query: String,
     /// Result rows (equal on both sides).
     pub rows: usize,
-    /// One process.
-    pub single: Timing,
+    /// One process (none when only the answers were checked).
+    pub single: Option<Timing>,
     /// Over the workers.
-    pub distributed: Timing,
+    pub distributed: Option<Timing>,
     /// Stages of the distributed plan.
     pub stages: usize,
     /// Tasks of all stages.
@@ -91,6 +97,45 @@ impl Drop for WorkerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A worker: a `fluss-worker` process, or one served in this process.
+enum Worker {
+    Process(WorkerProcess),
+    InProcess {
+        url: url::Url,
+        _stop: tokio::sync::oneshot::Sender<()>,
+    },
+}
+
+impl Worker {
+    fn url(&self) -> &url::Url {
+        match self {
+            Worker::Process(p) => &p.url,
+            Worker::InProcess { url, .. } => url,
+        }
+    }
+}
+
+/// A worker served on this process's runtime, on a free loopback port; it stops
+/// when dropped.
+async fn in_process_worker(store: &Arc<LocalStore>) -> BenchResult<Worker> {
+    let source: Arc<dyn FlussSource> = store.clone();
+    let sources = Arc::new(PlanSources::new([source]).context(|| "the plan sources".into())?);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context(|| "binding a worker".into())?;
+    let address = listener
+        .local_addr()
+        .context(|| "the worker's address".into())?;
+    let url = url::Url::parse(&format!("http://{address}"))
+        .context(|| format!("the worker's address {address}"))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = fluss_distributed::worker(sources, Arc::new(RuntimeEnv::default()));
+    tokio::spawn(fluss_distributed::serve(worker, listener, async move {
+        let _ = stopped.await;
+    }));
+    Ok(Worker::InProcess { url, _stop: stop })
 }
 
 /// `fluss-worker`, built beside this benchmark.
@@ -131,14 +176,15 @@ fn start_worker(binary: &Path, store: &Path) -> BenchResult<WorkerProcess> {
 /// A session like [`union_context`]'s whose queries run over `workers`.
 fn distributed_context(
     store: &Arc<LocalStore>,
-    workers: &[WorkerProcess],
+    workers: &[Worker],
     target_partitions: usize,
     options: &[(String, String)],
+    sizing: TaskSizing,
 ) -> BenchResult<SessionContext> {
     let source: Arc<dyn FlussSource> = store.clone();
     let sources = Arc::new(PlanSources::new([source]).context(|| "the plan sources".into())?);
-    let urls = workers.iter().map(|w| w.url.clone()).collect();
-    let hook = coordinator(urls, sources, TaskSizing::default());
+    let urls = workers.iter().map(|w| w.url().clone()).collect();
+    let hook = coordinator(urls, sources, sizing);
     let config = tpch_config(target_partitions).with_default_catalog_and_schema("fluss", DATABASE);
     let mut state = hook(
         SessionStateBuilder::new()
@@ -190,7 +236,6 @@ async fn shape(ctx: &SessionContext, sql: &str) -> BenchResult<(usize, usize, St
 
 /// Generates the store, starts the workers, checks and times every query.
 pub async fn run(args: &DistributedArgs) -> BenchResult<DistributedRun> {
-    let binary = fluss_worker()?;
     let root = args.data_dir.join(format!(
         "tpch-distributed-{}-sf{}-tail{}",
         args.lake, args.sf, args.tail_share
@@ -216,11 +261,29 @@ pub async fn run(args: &DistributedArgs) -> BenchResult<DistributedRun> {
         args.sf,
         start.elapsed().as_secs_f64()
     );
-    let workers = (0..args.workers)
-        .map(|_| start_worker(&binary, &store_dir))
-        .collect::<BenchResult<Vec<_>>>()?;
+    let mut workers = Vec::with_capacity(args.workers);
+    if args.in_process {
+        for _ in 0..args.workers {
+            workers.push(in_process_worker(&store).await?);
+        }
+    } else {
+        let binary = fluss_worker()?;
+        for _ in 0..args.workers {
+            workers.push(Worker::Process(start_worker(&binary, &store_dir)?));
+        }
+    }
     let single = union_context(&store, args.target_partitions);
-    let distributed = distributed_context(&store, &workers, args.target_partitions, &args.options)?;
+    let sizing = TaskSizing {
+        bytes_per_task: args.task_bytes,
+        ..TaskSizing::default()
+    };
+    let distributed = distributed_context(
+        &store,
+        &workers,
+        args.target_partitions,
+        &args.options,
+        sizing,
+    )?;
     let mut results = Vec::new();
     for (name, sql) in queries() {
         if !args.queries.is_empty() && !args.queries.iter().any(|q| q == name) {
@@ -237,27 +300,37 @@ pub async fn run(args: &DistributedArgs) -> BenchResult<DistributedRun> {
             )
             .into());
         }
-        let engines = [
-            Engine::new("single", &single, sql.to_string(), args.target_partitions),
-            Engine::new(
-                "distributed",
-                &distributed,
-                sql.to_string(),
-                args.target_partitions,
-            ),
-        ];
-        let mut timings = time_interleaved(&engines, args.runs, args.warmup, Duration::ZERO).await;
-        let distributed_timing = timings.pop().ok_or("no distributed timing")??;
-        let single_timing = timings.pop().ok_or("no single timing")??;
         let (stages, tasks, plan_bytes_sent) = shape(&distributed, sql).await?;
-        eprintln!(
-            "tpch-distributed: {name}: one process {:.1} ms, {} workers {:.1} ms ({:.2}x), \
-             {stages} stages, {tasks} tasks, plan bytes {plan_bytes_sent}",
-            single_timing.median_ms,
-            args.workers,
-            distributed_timing.median_ms,
-            distributed_timing.median_ms / single_timing.median_ms
-        );
+        let (single_timing, distributed_timing) = if args.runs == 0 {
+            eprintln!(
+                "tpch-distributed: {name}: answers equal, {stages} stages, {tasks} tasks, \
+                 plan bytes {plan_bytes_sent}"
+            );
+            (None, None)
+        } else {
+            let engines = [
+                Engine::new("single", &single, sql.to_string(), args.target_partitions),
+                Engine::new(
+                    "distributed",
+                    &distributed,
+                    sql.to_string(),
+                    args.target_partitions,
+                ),
+            ];
+            let mut timings =
+                time_interleaved(&engines, args.runs, args.warmup, Duration::ZERO).await;
+            let distributed_timing = timings.pop().ok_or("no distributed timing")??;
+            let single_timing = timings.pop().ok_or("no single timing")??;
+            eprintln!(
+                "tpch-distributed: {name}: one process {:.1} ms, {} workers {:.1} ms ({:.2}x), \
+                 {stages} stages, {tasks} tasks, plan bytes {plan_bytes_sent}",
+                single_timing.median_ms,
+                args.workers,
+                distributed_timing.median_ms,
+                distributed_timing.median_ms / single_timing.median_ms
+            );
+            (Some(single_timing), Some(distributed_timing))
+        };
         results.push(DistributedResult {
             query: name.to_string(),
             rows: expected.len(),
@@ -288,25 +361,30 @@ pub fn report(run: &DistributedRun, command: &str) -> String {
         run.scale_factor, run.workers, run.tail_share
     );
     let mut log_sum = 0.0;
+    let mut timed = 0;
     for r in &run.results {
-        let ratio = r.distributed.median_ms / r.single.median_ms;
-        log_sum += ratio.ln();
+        let (single, distributed, ratio) = match (&r.single, &r.distributed) {
+            (Some(single), Some(distributed)) => {
+                let ratio = distributed.median_ms / single.median_ms;
+                log_sum += ratio.ln();
+                timed += 1;
+                (
+                    format!("{:.1}", single.median_ms),
+                    format!("{:.1}", distributed.median_ms),
+                    format!("{ratio:.2}"),
+                )
+            }
+            _ => ("-".into(), "-".into(), "-".into()),
+        };
         md.push_str(&format!(
-            "| {} | {} | {:.1} | {:.1} | {:.2} | {} | {} | {} |\n",
-            r.query,
-            r.rows,
-            r.single.median_ms,
-            r.distributed.median_ms,
-            ratio,
-            r.stages,
-            r.tasks,
-            r.plan_bytes_sent
+            "| {} | {} | {single} | {distributed} | {ratio} | {} | {} | {} |\n",
+            r.query, r.rows, r.stages, r.tasks, r.plan_bytes_sent
         ));
     }
-    if !run.results.is_empty() {
+    if timed > 0 {
         md.push_str(&format!(
             "\nGeometric mean of the ratios: {:.2}\n",
-            (log_sum / run.results.len() as f64).exp()
+            (log_sum / timed as f64).exp()
         ));
     }
     md

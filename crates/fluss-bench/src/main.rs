@@ -166,6 +166,14 @@ struct Args {
     /// Only these `--tpch` queries (`q1,q6`; default all 22).
     #[arg(long, value_delimiter = ',')]
     tpch_queries: Vec<String>,
+    /// Bytes a task of `--tpch-distributed` reads (the shell's `--worker-task-bytes`):
+    /// one task per this many bytes of a scan, at most one per bucket or split.
+    #[arg(long, default_value_t = 128 << 20)]
+    worker_task_bytes: u64,
+    /// Serve `--tpch-distributed`'s workers in the benchmark's own process (no
+    /// `fluss-worker` build needed; the rows still travel over loopback gRPC).
+    #[arg(long)]
+    in_process_workers: bool,
 }
 
 impl Args {
@@ -1247,6 +1255,8 @@ async fn run_tpch_distributed(args: &Args, workers: usize) -> BenchResult<()> {
         data_dir: data_dir.clone(),
         queries: args.tpch_queries.clone(),
         options: args.distributed_option.clone(),
+        task_bytes: args.worker_task_bytes,
+        in_process: args.in_process_workers,
     };
     let result = distributed::run(&run_args).await;
     if !args.keep_data && data_dir.exists() {

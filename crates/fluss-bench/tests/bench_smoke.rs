@@ -216,3 +216,51 @@ fn tpch_fresh_processes_time_the_chosen_queries_through_the_shell() {
         );
     }
 }
+
+/// `fluss-bench --tpch-distributed` over two workers (served in the benchmark's
+/// process, every scan split as far as it goes): all 22 TPC-H queries over a Paimon
+/// lake at SF 0.1 and an Iceberg lake at SF 0.01, each with a 10 % tail (PK tails with
+/// updates and deletes), give the one-process answers (the run fails on any
+/// difference), and most of them run as plans of several stages whose tasks are
+/// spread over both workers.
+#[test]
+fn tpch_answers_over_two_workers_equal_one_process() {
+    for (lake, sf) in [("paimon", "0.1"), ("iceberg", "0.01")] {
+        let out = run_bench(
+            &[
+                "--tpch-distributed",
+                "2",
+                "--in-process-workers",
+                "--worker-task-bytes",
+                "1",
+                "--sf",
+                sf,
+                "--runs",
+                "0",
+                "--tpch-tail-shares",
+                "0.1",
+                "--lake-formats",
+                lake,
+            ],
+            &format!("--tpch-distributed on {lake}"),
+        );
+        let json = std::fs::read_to_string(out.path().join("tpch-distributed.json"))
+            .expect("tpch-distributed.json");
+        let run: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        let results = run["results"].as_array().expect("results");
+        let names: Vec<&str> = results.iter().filter_map(|r| r["query"].as_str()).collect();
+        let all: Vec<String> = (1..=22).map(|q| format!("q{q}")).collect();
+        assert_eq!(names, all, "{lake}: every query checked");
+        let spread = results
+            .iter()
+            .filter(|r| {
+                r["stages"].as_u64() > Some(1) && r["tasks"].as_u64() > r["stages"].as_u64()
+            })
+            .count();
+        assert!(
+            spread >= 18,
+            "{lake}: only {spread} of 22 queries ran as several stages with tasks on both \
+             workers: {json}"
+        );
+    }
+}
