@@ -155,7 +155,8 @@ struct Args {
     flink_runs: usize,
     /// Only TPC-H's queries at the first `--sf` (tail share: the first of
     /// `--tpch-tail-shares`) over this many local `fluss-worker` processes against one
-    /// process, answers checked: `tpch-distributed.md` and `.json` in `--out`. Build
+    /// process, answers checked: `tpch-distributed.md` and `.json` in `--out`, each query's
+    /// per-task `EXPLAIN ANALYZE` in `tpch-distributed-plans/`. Build
     /// the workers first: `cargo build --release -p fluss-distributed`.
     #[arg(long)]
     tpch_distributed: Option<usize>,
@@ -1257,6 +1258,7 @@ async fn run_tpch_distributed(args: &Args, workers: usize) -> BenchResult<()> {
         options: args.distributed_option.clone(),
         task_bytes: args.worker_task_bytes,
         in_process: args.in_process_workers,
+        plans_dir: args.out.join("tpch-distributed-plans"),
     };
     let result = distributed::run(&run_args).await;
     if !args.keep_data && data_dir.exists() {

@@ -162,6 +162,28 @@ fn scale_up_leaf(
     )
 }
 
+/// Hash joins whose build side is estimated under this many bytes are planned
+/// `CollectLeft` and broadcast to the probe side's tasks (DataFusion's default is
+/// 1 MiB): the probe side then stays in its scan's stage, unshuffled, and the join's
+/// dynamic filter reaches its scan, as in one process. Measured on TPC-H SF 1 over
+/// two workers: q5 2.05x to 1.13x of one process, q3 1.89x to 1.33x.
+const BROADCAST_BYTES: usize = 32 << 20;
+
+/// The same bound in rows (DataFusion's default is 128 Ki rows).
+const BROADCAST_ROWS: usize = 1 << 20;
+
+/// Raises DataFusion's single-partition (collect-left) hash join thresholds to
+/// [`BROADCAST_BYTES`] and [`BROADCAST_ROWS`]; a session that set higher keeps its own.
+fn broadcast_small_build_sides(config: &mut SessionConfig) {
+    let optimizer = &mut config.options_mut().optimizer;
+    optimizer.hash_join_single_partition_threshold = optimizer
+        .hash_join_single_partition_threshold
+        .max(BROADCAST_BYTES);
+    optimizer.hash_join_single_partition_threshold_rows = optimizer
+        .hash_join_single_partition_threshold_rows
+        .max(BROADCAST_ROWS);
+}
+
 /// `config` as both ends of a distributed query need it: no work stealing between
 /// a scan's partitions.
 fn without_work_stealing(config: &mut SessionConfig) -> DfResult<()> {
@@ -172,7 +194,7 @@ fn without_work_stealing(config: &mut SessionConfig) -> DfResult<()> {
 /// encoded by the codec and split by size as `sizing` says. The codec, the task
 /// count and the split are registered together: a task count without its split
 /// would read every row once per task. Key lookups are planned as scans (they do
-/// not travel).
+/// not travel); small join build sides are broadcast ([`BROADCAST_BYTES`]).
 pub fn coordinator(workers: Vec<Url>, sources: Arc<PlanSources>, sizing: TaskSizing) -> StateHook {
     Arc::new(move |mut builder: SessionStateBuilder| {
         if let Some(rules) = builder.physical_optimizer_rules() {
@@ -182,6 +204,7 @@ pub fn coordinator(workers: Vec<Url>, sources: Arc<PlanSources>, sizing: TaskSiz
         // both options exist (DataFusion's, the library's): setting them cannot fail
         let _ = without_work_stealing(config);
         let _ = config.options_mut().set("fluss.key_lookups", "false");
+        broadcast_small_build_sides(config);
         config.set_extension(Arc::new(sizing));
         let mut builder = builder
             .with_distributed_worker_resolver(StaticWorkers(workers.clone()))
@@ -245,4 +268,37 @@ pub async fn serve(
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .map_err(|e| Error::internal("the worker's server failed").with_source(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_build_sides_are_broadcast_unless_the_session_allows_more() {
+        let mut config = SessionConfig::new();
+        broadcast_small_build_sides(&mut config);
+        let optimizer = &config.options().optimizer;
+        assert_eq!(
+            optimizer.hash_join_single_partition_threshold,
+            BROADCAST_BYTES
+        );
+        assert_eq!(
+            optimizer.hash_join_single_partition_threshold_rows,
+            BROADCAST_ROWS
+        );
+        let mut config = SessionConfig::new();
+        config
+            .options_mut()
+            .optimizer
+            .hash_join_single_partition_threshold = 1 << 30;
+        broadcast_small_build_sides(&mut config);
+        assert_eq!(
+            config
+                .options()
+                .optimizer
+                .hash_join_single_partition_threshold,
+            1 << 30
+        );
+    }
 }
