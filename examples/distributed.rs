@@ -11,12 +11,11 @@
 use std::sync::Arc;
 
 use datafusion::arrow::util::pretty::pretty_format_batches;
-use datafusion::execution::runtime_env::RuntimeEnv;
 use fluss_datafusion::FlussSource;
 use fluss_datafusion::distributed::PlanSources;
 use fluss_datafusion::source::LocalStore;
 use fluss_datafusion::sql::{FlussSession, SessionOptions};
-use fluss_distributed::{TaskSizing, coordinator, explain_renderer, serve, worker};
+use fluss_distributed::{LocalWorker, TaskSizing, coordinator, explain_renderer};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -47,15 +46,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
 
-    // Two workers on loopback ports, serving plans that read this store.
-    let mut workers = Vec::new();
-    for _ in 0..2 {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        workers.push(format!("http://{}", listener.local_addr()?).parse()?);
-        let sources = Arc::new(PlanSources::new([store.clone()])?);
-        let worker = worker(sources, Arc::new(RuntimeEnv::default()));
-        tokio::spawn(serve(worker, listener, std::future::pending()));
-    }
+    // Two workers on loopback ports, serving plans that read this store (each a
+    // `fluss-worker` process in a deployment); they stop when dropped.
+    let workers = [
+        LocalWorker::start(store.clone()).await?,
+        LocalWorker::start(store.clone()).await?,
+    ];
+    let urls = workers.iter().map(|w| w.url().clone()).collect();
 
     // The coordinator: a session whose queries are planned over the workers. Small
     // tables are split too here (one task per byte); the default is 128 MiB a task.
@@ -65,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let options = SessionOptions {
         state_hook: Some(coordinator(
-            workers,
+            urls,
             Arc::new(PlanSources::new([store.clone()])?),
             sizing,
         )),

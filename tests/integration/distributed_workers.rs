@@ -4,25 +4,16 @@
 
 use std::sync::Arc;
 
-use datafusion::execution::runtime_env::RuntimeEnv;
 use fluss_datafusion::FlussSource;
 use fluss_datafusion::distributed::PlanSources;
 use fluss_datafusion::sql::{FlussSession, SessionOptions};
-use fluss_distributed::{TaskSizing, coordinator, explain_renderer, serve, worker};
+use fluss_distributed::{LocalWorker, TaskSizing, coordinator, explain_renderer};
 
 /// A session on `source` whose queries run on two in-process workers, every scan
 /// split as far as it goes; the workers stop when it is dropped.
 pub(super) struct Distributed {
     pub(super) session: FlussSession,
-    stops: Vec<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Distributed {
-    fn drop(&mut self) {
-        for stop in self.stops.drain(..) {
-            let _ = stop.send(());
-        }
-    }
+    _workers: Vec<LocalWorker>,
 }
 
 pub(super) async fn over_two_workers(source: Arc<dyn FlussSource>) -> Distributed {
@@ -35,26 +26,11 @@ pub(super) async fn over_workers(
     source: Arc<dyn FlussSource>,
     worker_sources: Vec<Arc<dyn FlussSource>>,
 ) -> Distributed {
-    let mut urls = Vec::new();
-    let mut stops = Vec::new();
+    let mut workers = Vec::new();
     for worker_source in worker_sources {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        urls.push(
-            format!("http://{}", listener.local_addr().unwrap())
-                .parse()
-                .unwrap(),
-        );
-        let sources = Arc::new(PlanSources::new([worker_source]).unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        stops.push(stop);
-        tokio::spawn(serve(
-            worker(sources, Arc::new(RuntimeEnv::default())),
-            listener,
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        workers.push(LocalWorker::start(worker_source).await.unwrap());
     }
+    let urls = workers.iter().map(|w| w.url().clone()).collect();
     let sizing = TaskSizing {
         bytes_per_task: 1,
         max_tasks: None,
@@ -71,6 +47,6 @@ pub(super) async fn over_workers(
     };
     Distributed {
         session: FlussSession::with_options(source, options).await.unwrap(),
-        stops,
+        _workers: workers,
     }
 }

@@ -10,13 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::execution::SessionStateBuilder;
-use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
 use datafusion_distributed::{DistributedMetricsFormat, explain_analyze};
 use fluss_datafusion::FlussCatalog;
 use fluss_datafusion::distributed::PlanSources;
 use fluss_datafusion::source::{FlussSource, LocalStore};
-use fluss_distributed::{TaskSizing, coordinator};
+use fluss_distributed::{LocalWorker, TaskSizing, coordinator};
 use serde::Serialize;
 
 use crate::generate::{BenchResult, Context, DATABASE, GenConfig, LakeFormat};
@@ -105,40 +104,16 @@ impl Drop for WorkerProcess {
 /// A worker: a `fluss-worker` process, or one served in this process.
 enum Worker {
     Process(WorkerProcess),
-    InProcess {
-        url: url::Url,
-        _stop: tokio::sync::oneshot::Sender<()>,
-    },
+    InProcess(LocalWorker),
 }
 
 impl Worker {
     fn url(&self) -> &url::Url {
         match self {
             Worker::Process(p) => &p.url,
-            Worker::InProcess { url, .. } => url,
+            Worker::InProcess(w) => w.url(),
         }
     }
-}
-
-/// A worker served on this process's runtime, on a free loopback port; it stops
-/// when dropped.
-async fn in_process_worker(store: &Arc<LocalStore>) -> BenchResult<Worker> {
-    let source: Arc<dyn FlussSource> = store.clone();
-    let sources = Arc::new(PlanSources::new([source]).context(|| "the plan sources".into())?);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context(|| "binding a worker".into())?;
-    let address = listener
-        .local_addr()
-        .context(|| "the worker's address".into())?;
-    let url = url::Url::parse(&format!("http://{address}"))
-        .context(|| format!("the worker's address {address}"))?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = fluss_distributed::worker(sources, Arc::new(RuntimeEnv::default()));
-    tokio::spawn(fluss_distributed::serve(worker, listener, async move {
-        let _ = stopped.await;
-    }));
-    Ok(Worker::InProcess { url, _stop: stop })
 }
 
 /// `fluss-worker`, built beside this benchmark.
@@ -270,7 +245,11 @@ pub async fn run(args: &DistributedArgs) -> BenchResult<DistributedRun> {
     let mut workers = Vec::with_capacity(args.workers);
     if args.in_process {
         for _ in 0..args.workers {
-            workers.push(in_process_worker(&store).await?);
+            let source: Arc<dyn FlussSource> = store.clone();
+            let worker = LocalWorker::start(source)
+                .await
+                .context(|| "starting a worker".into())?;
+            workers.push(Worker::InProcess(worker));
         }
     } else {
         let binary = fluss_worker()?;

@@ -47,9 +47,11 @@ use fluss_datafusion::sql::{ExplainRenderer, StateHook};
 use fluss_datafusion::{Error, Result};
 use url::Url;
 
+mod local_worker;
 mod named_workers;
 
 pub use datafusion_distributed::display_plan_ascii;
+pub use local_worker::LocalWorker;
 pub use named_workers::{WorkersNamedExec, distributed_plan};
 
 /// The DataFusion option that lets a file scan's partitions take files from each

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_plan::{ExecutionPlan, collect, displayable};
 use datafusion_distributed::{DistributedMetricsFormat, explain_analyze};
 use datafusion_proto::bytes::{
@@ -19,7 +18,7 @@ use fluss_datafusion::FlussSource;
 use fluss_datafusion::distributed::{FlussPhysicalCodec, PlanSources};
 use fluss_datafusion::source::{ClusterOptions, ClusterSource};
 use fluss_datafusion::sql::{FlussSession, SessionOptions};
-use fluss_distributed::{TaskSizing, coordinator};
+use fluss_distributed::{LocalWorker, TaskSizing, coordinator};
 use fluss_test_support::local_store::{load_local_store, store_from_sql};
 use fluss_test_support::server::{ServerConfig, TestServer};
 use url::Url;
@@ -107,39 +106,20 @@ fn lines(batches: &[RecordBatch]) -> Vec<String> {
     out
 }
 
-/// A worker served in this process on a free loopback port, stopped on drop.
-struct InProcessWorker {
-    url: Url,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for InProcessWorker {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn in_process_worker(source: Arc<dyn FlussSource>) -> InProcessWorker {
-    let sources = Arc::new(PlanSources::new([source]).unwrap());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = fluss_distributed::worker(sources, Arc::new(RuntimeEnv::default()));
-    tokio::spawn(fluss_distributed::serve(worker, listener, async move {
-        let _ = stopped.await;
-    }));
-    InProcessWorker {
-        url,
-        stop: Some(stop),
-    }
+async fn in_process_worker(source: Arc<dyn FlussSource>) -> LocalWorker {
+    LocalWorker::start(source).await.unwrap()
 }
 
 /// A `fluss-worker` process on a free loopback port, killed on drop.
 struct WorkerProcess {
     url: Url,
     child: Child,
+}
+
+impl WorkerProcess {
+    fn url(&self) -> &Url {
+        &self.url
+    }
 }
 
 impl Drop for WorkerProcess {
@@ -273,7 +253,7 @@ async fn two_in_process_workers_read_what_one_process_reads() {
         in_process_worker(source.clone()).await,
         in_process_worker(source.clone()).await,
     ];
-    let urls = workers.iter().map(|w| w.url.clone()).collect();
+    let urls = workers.iter().map(|w| w.url().clone()).collect();
     let distributed = distributed_session(source, urls).await;
     check_queries(&single, &distributed, 2).await;
 }
@@ -286,7 +266,7 @@ async fn two_worker_processes_read_what_one_process_reads() {
         worker_process(&["--store", root]),
         worker_process(&["--store", root]),
     ];
-    let urls = workers.iter().map(|w| w.url.clone()).collect();
+    let urls = workers.iter().map(|w| w.url().clone()).collect();
     let distributed = distributed_session(store, urls).await;
     check_queries(&single, &distributed, 2).await;
 }
@@ -313,7 +293,7 @@ async fn workers_read_a_cluster_as_one_process_does() {
         in_process_worker(connect().await).await,
         in_process_worker(connect().await).await,
     ];
-    let urls = workers.iter().map(|w| w.url.clone()).collect();
+    let urls = workers.iter().map(|w| w.url().clone()).collect();
     let distributed = distributed_session(connect().await, urls).await;
     check_queries(&single, &distributed, 2).await;
     // a process started on another source serves none of these plans
@@ -322,7 +302,7 @@ async fn workers_read_a_cluster_as_one_process_does() {
         in_process_worker(other.clone()).await,
         in_process_worker(other).await,
     ];
-    let urls = strangers.iter().map(|w| w.url.clone()).collect();
+    let urls = strangers.iter().map(|w| w.url().clone()).collect();
     let misdirected = distributed_session(connect().await, urls).await;
     let error = misdirected
         .execute("SELECT * FROM db.log_p")
@@ -340,7 +320,7 @@ async fn writes_after_planning_stay_invisible() {
         in_process_worker(source.clone()).await,
         in_process_worker(source.clone()).await,
     ];
-    let urls = workers.iter().map(|w| w.url.clone()).collect();
+    let urls = workers.iter().map(|w| w.url().clone()).collect();
     let distributed = distributed_session(source, urls).await;
     let queries = [
         "SELECT * FROM db.log_p",
@@ -377,7 +357,7 @@ async fn a_dead_worker_fails_the_query_naming_it_never_a_partial_answer() {
     let root = dir.path().to_str().unwrap();
     let alive = worker_process(&["--store", root]);
     let mut dead = worker_process(&["--store", root]);
-    let urls = vec![alive.url.clone(), dead.url.clone()];
+    let urls = vec![alive.url().clone(), dead.url().clone()];
     let distributed = distributed_session(store, urls).await;
     let plan = physical_plan(&distributed, "SELECT * FROM db.log_p").await;
     dead.child.kill().unwrap();
@@ -390,7 +370,7 @@ async fn a_dead_worker_fails_the_query_naming_it_never_a_partial_answer() {
             Err(e) => {
                 let error = e.to_string();
                 println!("{error}");
-                assert!(error.contains(dead.url.as_str()), "{error}");
+                assert!(error.contains(dead.url().as_str()), "{error}");
                 return;
             }
         }
@@ -413,7 +393,7 @@ async fn a_worker_killed_mid_query_ends_it_in_an_error_or_the_whole_answer() {
     let root = dir.path().to_str().unwrap();
     let alive = worker_process(&["--store", root]);
     let mut killed = worker_process(&["--store", root]);
-    let urls = vec![alive.url.clone(), killed.url.clone()];
+    let urls = vec![alive.url().clone(), killed.url().clone()];
     let distributed = distributed_session(store, urls).await;
     let mut stream = distributed
         .context()
@@ -444,7 +424,7 @@ async fn a_worker_killed_mid_query_ends_it_in_an_error_or_the_whole_answer() {
         Some(error) => {
             println!("the query failed after {seen} rows: {error}");
             assert!(error.contains("distributed over the workers"), "{error}");
-            assert!(error.contains(killed.url.as_str()), "{error}");
+            assert!(error.contains(killed.url().as_str()), "{error}");
         }
         // the killed worker had sent all its rows before it died
         None => assert_eq!(seen, rows, "a partial answer without an error"),
