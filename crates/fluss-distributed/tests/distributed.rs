@@ -456,24 +456,28 @@ async fn scan_nodes_encode_and_decode_without_a_network() {
             "{sql}"
         );
     }
-    // A worker keeps primary-key tails folded between plans, as one process does.
-    let source: Arc<dyn FlussSource> = store_again;
-    let codec = FlussPhysicalCodec::new(Arc::new(PlanSources::new([source]).unwrap()));
+    // A worker keeps primary-key tails folded between plans, as one process does,
+    // unless its caches are bounded to nothing.
     let sql = "SELECT * FROM db.pk_p";
-    let bytes =
-        physical_plan_to_bytes_with_extension_codec(physical_plan(&single, sql).await, &codec)
-            .unwrap();
-    let mut hits = Vec::new();
-    for _ in 0..2 {
-        let decoded = physical_plan_from_bytes_with_extension_codec(&bytes, &ctx, &codec).unwrap();
-        collect(decoded.clone(), ctx.clone()).await.unwrap();
-        hits.push(metric_sum(decoded.as_ref(), "tail_cache_hits"));
+    let plan = physical_plan(&single, sql).await;
+    for (cache_bytes, kept) in [(None, true), (Some(0), false)] {
+        let source: Arc<dyn FlussSource> = store_again.clone();
+        let mut sources = PlanSources::new([source]).unwrap();
+        if let Some(bytes) = cache_bytes {
+            sources = sources.with_cache_bytes(bytes, bytes);
+        }
+        let codec = FlussPhysicalCodec::new(Arc::new(sources));
+        let bytes = physical_plan_to_bytes_with_extension_codec(plan.clone(), &codec).unwrap();
+        let mut hits = Vec::new();
+        for _ in 0..2 {
+            let decoded =
+                physical_plan_from_bytes_with_extension_codec(&bytes, &ctx, &codec).unwrap();
+            collect(decoded.clone(), ctx.clone()).await.unwrap();
+            hits.push(metric_sum(decoded.as_ref(), "tail_cache_hits"));
+        }
+        assert_eq!(hits[0], 0, "nothing was kept before the first plan");
+        assert_eq!(hits[1] > 0, kept, "cache bytes {cache_bytes:?}: {hits:?}");
     }
-    assert_eq!(hits[0], 0, "nothing was kept before the first plan");
-    assert!(
-        hits[1] > 0,
-        "the second plan folded its tails again: {hits:?}"
-    );
 }
 
 /// The sum of the counter `name` over every node of `plan`.
