@@ -196,7 +196,7 @@ fn without_work_stealing(config: &mut SessionConfig) -> DfResult<()> {
 /// encoded by the codec and split by size as `sizing` says. The codec, the task
 /// count and the split are registered together: a task count without its split
 /// would read every row once per task. Key lookups are planned as scans (they do
-/// not travel); small join build sides are broadcast ([`BROADCAST_BYTES`]).
+/// not travel); join build sides estimated under 32 MiB are broadcast.
 pub fn coordinator(workers: Vec<Url>, sources: Arc<PlanSources>, sizing: TaskSizing) -> StateHook {
     Arc::new(move |mut builder: SessionStateBuilder| {
         if let Some(rules) = builder.physical_optimizer_rules() {
