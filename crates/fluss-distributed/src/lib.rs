@@ -168,7 +168,8 @@ fn scale_up_leaf(
 /// `CollectLeft` and broadcast to the probe side's tasks (DataFusion's default is
 /// 1 MiB): the probe side then stays in its scan's stage, unshuffled, and the join's
 /// dynamic filter reaches its scan, as in one process. Measured on TPC-H SF 1 over
-/// two workers: q5 2.05x to 1.13x of one process, q3 1.89x to 1.33x.
+/// two workers (docs/benchmarks/tpch-distributed): q5 2.05x to 1.19x of one process,
+/// q3 1.89x to 1.40x.
 const BROADCAST_BYTES: usize = 32 << 20;
 
 /// The same bound in rows (DataFusion's default is 128 Ki rows).

@@ -523,15 +523,8 @@ impl ClusterSource {
         if let Some(leader) = metadata.get_cluster().leader_for(&table_bucket) {
             return Ok(leader.url());
         }
-        // fluss-rs 1.0 names a partition's table from the metadata it had before the
-        // answer (`Cluster::update`, cluster.rs:314, an `unwrap`): a table this client
-        // never loaded (a distributed worker given a plan) is loaded first
-        let unknown_table = metadata
-            .get_cluster()
-            .get_table_path_by_id(table.table_id())
-            .is_none();
-        if partition_id.is_some() && unknown_table {
-            self.refresh_table_metadata(table).await?;
+        if partition_id.is_some() {
+            self.know_table(table).await?;
         }
         let path = table.path.clone();
         let leader = self
@@ -608,6 +601,7 @@ impl ClusterSource {
         table: &FlussTable,
         names: &[String],
     ) -> Result<Vec<Option<i64>>> {
+        self.know_table(table).await?;
         let metadata = self.connection.get_metadata();
         let mut ids: HashMap<&str, Option<i64>> = HashMap::new();
         for name in names {
@@ -795,6 +789,24 @@ impl ClusterSource {
             }
             answer => answer,
         }
+    }
+
+    /// Loads `table` into the client's metadata unless it is there already. Every
+    /// request for a partition's metadata goes after it: fluss-rs 1.0 names a
+    /// partition's table from the metadata it had before the answer
+    /// (`Cluster::update`, cluster.rs:314, an `unwrap`), which a client that never
+    /// loaded the table (a distributed worker given a plan) does not have.
+    async fn know_table(&self, table: &FlussTable) -> Result<()> {
+        let known = self
+            .connection
+            .get_metadata()
+            .get_cluster()
+            .get_table_path_by_id(table.table_id())
+            .is_some();
+        if known {
+            return Ok(());
+        }
+        self.refresh_table_metadata(table).await
     }
 
     /// Learns a table's buckets and their leaders again (a leader moved).
