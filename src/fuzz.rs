@@ -127,13 +127,28 @@ pub fn segment(data: &[u8]) {
             return;
         };
         while let Ok(Some(_)) = reader.next_batch().await {}
-        let _ = crate::log::segment::SegmentWriter::open(&storage, dir, 1 << 20).await;
+        // A commit record past the end readers found is lost commits: the writer
+        // refuses, truncating nothing; at the end, or without a record, it opens.
+        let open =
+            |committed| crate::log::segment::SegmentWriter::open(&storage, dir, 1 << 20, committed);
+        let before = storage.read(&file.path).await.ok();
+        assert!(
+            open(Some(end + 1)).await.is_err(),
+            "a writer opened a log that ends before its committed end"
+        );
+        assert_eq!(
+            storage.read(&file.path).await.ok(),
+            before,
+            "a refusing writer truncated"
+        );
+        let _ = open(Some(end)).await;
+        let _ = open(None).await;
     });
 }
 
 /// Every metadata parser (first byte: which one): table, schema, partition and
 /// database registrations, the lake-table znode, offsets files, a pending-write
-/// intent, and a whole table loaded from a table and a schema document (`\0`
+/// intent and the commit record, and a whole table loaded from a table and a schema document (`\0`
 /// between them) as a source opens it.
 pub fn metadata(data: &[u8]) {
     use crate::source::metadata::{
@@ -170,7 +185,16 @@ pub fn metadata(data: &[u8]) {
             }
         }
         6 => {
+            // the two files a statement commits through
             let _ = serde_json::from_slice::<crate::source::local_store::WriteIntent>(bytes);
+            if let Ok(ends) = crate::source::local_store::CommittedEnds::parse(bytes, "f") {
+                let again = crate::source::local_store::CommittedEnds::parse(&ends.to_bytes(), "f");
+                assert_eq!(
+                    again.ok(),
+                    Some(ends),
+                    "a commit record does not round-trip"
+                );
+            }
         }
         _ => load_table(bytes),
     }

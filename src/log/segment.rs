@@ -5,7 +5,8 @@
 //! size limit (or on every append where the storage cannot append in place). Readers
 //! read a segment once into [`Bytes`] and walk batch headers to reach an offset without
 //! decoding anything before it. An incomplete batch at the end of the newest segment
-//! (a crash mid-append) is invisible to readers and truncated when a writer opens it.
+//! past the bucket's committed end (a crash mid-append) is invisible to readers and
+//! truncated when a writer opens it; one below it is damage (see [`lost_commits`]).
 
 use bytes::Bytes;
 
@@ -13,6 +14,20 @@ use super::batch::{BatchIterator, LogBatch};
 use super::format::segment_file_name;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
+
+/// The error for a bucket whose log ends at `end`, before the `committed` end its
+/// store's commit record holds: committed batches are gone (cut, truncated or
+/// deleted), and reading or appending would silently drop them. It names the bucket's
+/// directory and the offsets lost; callers add the table and the file.
+pub fn lost_commits(end: i64, committed: i64, bucket_dir: &str) -> Error {
+    Error::data_invalid(format!(
+        "the log ends at offset {end} but the store's commit record says offsets up to \
+         {committed} were committed: offsets [{end}, {committed}) are lost (a damaged or \
+         cut segment); reads and writes of this bucket fail until it is restored"
+    ))
+    .with_context("dir", bucket_dir)
+    .with_context("lost_offsets", format!("[{end}, {committed})"))
+}
 
 /// One segment file of a bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -472,9 +487,19 @@ pub struct SegmentWriter {
 }
 
 impl SegmentWriter {
-    /// Opens the writer of a bucket: finds the newest segment, truncates a torn tail and
-    /// recovers the next offset.
-    pub async fn open(storage: &Storage, bucket_dir: &str, roll_size: usize) -> Result<Self> {
+    /// Opens the writer of a bucket: finds the newest segment, recovers the next
+    /// offset and truncates a torn tail.
+    ///
+    /// `committed` is the bucket's end as its commit record holds it, if it holds one:
+    /// only bytes past it may be a torn write. A log that ends before it has lost
+    /// committed batches, and the writer refuses to append (truncating nothing), with
+    /// the error a read gives.
+    pub async fn open(
+        storage: &Storage,
+        bucket_dir: &str,
+        roll_size: usize,
+        committed: Option<i64>,
+    ) -> Result<Self> {
         let segments = list_segments(storage, bucket_dir).await?;
         let mut writer = Self {
             bucket_dir: bucket_dir.to_string(),
@@ -482,19 +507,27 @@ impl SegmentWriter {
             active: None,
             next_offset: 0,
         };
-        if let Some(last) = segments.last() {
-            let contents = read_segment(storage, last, true).await?;
-            if contents.torn && storage.supports_append() {
-                storage
-                    .truncate(&last.path, contents.valid_length as u64)
-                    .await?;
-            }
-            writer.next_offset = contents
-                .batches
-                .last()
-                .map_or(last.base_offset, LogBatch::next_offset);
-            writer.active = Some((last.clone(), contents.valid_length));
+        let Some(last) = segments.last() else {
+            return match committed {
+                Some(c) if c > 0 => Err(lost_commits(0, c, bucket_dir)),
+                _ => Ok(writer),
+            };
+        };
+        let contents = read_segment(storage, last, true).await?;
+        let end = contents
+            .batches
+            .last()
+            .map_or(last.base_offset, LogBatch::next_offset);
+        if let Some(c) = committed.filter(|c| end < *c) {
+            return Err(lost_commits(end, c, bucket_dir).with_context("file", &last.path));
         }
+        if contents.torn && storage.supports_append() {
+            storage
+                .truncate(&last.path, contents.valid_length as u64)
+                .await?;
+        }
+        writer.next_offset = end;
+        writer.active = Some((last.clone(), contents.valid_length));
         Ok(writer)
     }
 

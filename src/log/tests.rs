@@ -192,7 +192,7 @@ async fn open_storage() -> (tempfile::TempDir, Storage) {
 
 /// Appends encoded batches to the bucket through a fresh `SegmentWriter`.
 async fn append_all(storage: &Storage, roll_size: usize, batches: &[Bytes]) -> SegmentWriter {
-    let mut writer = SegmentWriter::open(storage, BUCKET, roll_size)
+    let mut writer = SegmentWriter::open(storage, BUCKET, roll_size, None)
         .await
         .unwrap();
     for b in batches {
@@ -1559,7 +1559,9 @@ async fn empty_range_and_range_past_the_end() {
 async fn empty_bucket_has_zero_offsets() {
     let (_dir, storage) = open_storage().await;
     assert_eq!(bucket_offsets(&storage, BUCKET).await.unwrap(), (0, 0));
-    let writer = SegmentWriter::open(&storage, BUCKET, 1024).await.unwrap();
+    let writer = SegmentWriter::open(&storage, BUCKET, 1024, None)
+        .await
+        .unwrap();
     assert_eq!(writer.next_offset(), 0);
 }
 
@@ -1623,7 +1625,7 @@ async fn torn_tail_is_ignored_by_readers_and_truncated_by_the_writer() {
     assert_eq!(shape(&out), vec![(55, 5)]);
 
     // The writer truncates the torn bytes and continues at offset 60.
-    let mut writer = SegmentWriter::open(&storage, BUCKET, batch_size * 2 + 10)
+    let mut writer = SegmentWriter::open(&storage, BUCKET, batch_size * 2 + 10, None)
         .await
         .unwrap();
     assert_eq!(std::fs::metadata(&last).unwrap().len(), valid_len);

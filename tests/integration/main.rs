@@ -9,6 +9,7 @@ mod common;
 
 mod auto_partition;
 mod bad_input;
+mod committed_means_kept;
 mod concurrent_writers;
 mod crash_points;
 mod datafusion_writes;

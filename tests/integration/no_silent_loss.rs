@@ -418,24 +418,41 @@ async fn a_zero_filled_tail_is_a_crash_leftover_readers_skip_and_writers_truncat
     assert!(std::fs::metadata(&segment).unwrap().len() < length + 4096);
 }
 
+/// A write torn past the committed end (a crash mid-append, as another writer of
+/// the layout leaves it: bytes of a batch the commit record never took in) is
+/// invisible to readers and truncated by the next writer. Cut below the committed
+/// end, the same bytes are lost commits (`committed_means_kept.rs`).
 #[tokio::test]
-async fn a_torn_write_of_the_next_batch_is_still_invisible_and_truncated() {
+async fn a_torn_write_past_the_committed_end_is_invisible_and_truncated() {
     let f = three_batches().await;
     let segment = f.segments(0).pop().unwrap();
+    let record = f.root().join("data/high-watermark-checkpoint");
+    let committed = std::fs::read(&record).unwrap();
+    let length = std::fs::metadata(&segment).unwrap().len() as usize;
+    // the fourth batch, written and then cut short before its commit was recorded
+    f.sql("INSERT INTO t VALUES (6, 'd')").await;
     let bytes = std::fs::read(&segment).unwrap();
-    let first_len = i32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize + 12;
-    // the crash cut the last batch short
     std::fs::write(&segment, &bytes[..bytes.len() - 7]).unwrap();
+    std::fs::write(&record, &committed).unwrap();
     let reopened = f.reopen().await;
     let rows = reopened.execute("SELECT count(*) FROM t").await.unwrap();
-    assert_eq!(single_i64(&rows), 5);
+    assert_eq!(single_i64(&rows), 6);
     reopened
-        .execute("INSERT INTO t VALUES (5, 'c2')")
+        .execute("INSERT INTO t VALUES (6, 'd2')")
         .await
         .unwrap();
     let rows = reopened.execute("SELECT count(*) FROM t").await.unwrap();
-    assert_eq!(single_i64(&rows), 6);
-    assert!(first_len > 0);
+    assert_eq!(single_i64(&rows), 7);
+    let rows = reopened
+        .execute("SELECT count(*) FROM t WHERE id = 6 AND v = 'd2'")
+        .await
+        .unwrap();
+    assert_eq!(
+        single_i64(&rows),
+        1,
+        "the torn batch's row is gone, the new one there"
+    );
+    assert!(std::fs::metadata(&segment).unwrap().len() as usize > length);
 }
 
 #[tokio::test]

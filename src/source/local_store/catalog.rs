@@ -373,6 +373,7 @@ impl LocalStore {
         let id = table.table_id();
         guard.forget_table(id);
         self.storage.delete(&layout::table_node(path)).await?;
+        self.forget_committed(guard, id, None).await?;
         self.storage.delete_dir(&layout::table_dir(path)).await?;
         self.storage
             .delete_dir(&layout::table_data_dir(path, id))

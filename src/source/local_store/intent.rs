@@ -8,6 +8,9 @@
 //! a crash interrupted, is never read; the next writer of the table rolls the buckets
 //! back to those points (truncating the segment, removing segments the statement
 //! started) and removes the file. Re-running the statement then writes it once.
+//!
+//! Before it removes the file, a statement records its buckets' new ends in the
+//! store's commit record ([`super::committed`]); a rollback puts them back first.
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -106,8 +109,30 @@ impl LocalStore {
         self.storage.delete(&intent_node(table.table_id())).await
     }
 
-    /// Undoes what an uncommitted statement wrote, then removes its intent.
+    /// Undoes what an uncommitted statement wrote, then removes its intent. The
+    /// commit record goes back first: a crash between recording the statement's ends
+    /// and removing its intent left them there, and its batches are about to go.
     pub(super) async fn roll_back(&self, table_id: i64, intent: &WriteIntent) -> Result<()> {
+        let mut committed = self.committed_ends().await?;
+        let before = committed.clone();
+        for bucket in &intent.buckets {
+            let location = BucketLocation {
+                partition: bucket.partition_id.map(|id| (id, String::new())),
+                bucket: bucket.bucket,
+            };
+            if committed
+                .get(table_id, &location)
+                .is_some_and(|end| end > bucket.start_offset)
+            {
+                committed.set(
+                    (table_id, bucket.partition_id, bucket.bucket),
+                    bucket.start_offset,
+                );
+            }
+        }
+        if committed != before {
+            self.store_committed_ends(&committed).await?;
+        }
         for bucket in &intent.buckets {
             for segment in list_segments(&self.storage, &bucket.dir).await? {
                 let kept = bucket

@@ -16,6 +16,7 @@
 mod auto_partition;
 pub use auto_partition::StoreClock;
 mod catalog;
+mod committed;
 mod intent;
 mod partitions;
 pub(crate) mod tiering;
@@ -35,6 +36,8 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::Mutex;
 
 #[cfg(any(fuzzing, test))]
+pub(crate) use self::committed::CommittedEnds;
+#[cfg(any(fuzzing, test))]
 pub(crate) use self::intent::WriteIntent;
 pub(crate) use self::write::WriteGuard;
 use self::write::WriterState;
@@ -51,6 +54,7 @@ use crate::lake::LakeLocation;
 use crate::lake::tiering::TieringResult;
 use crate::log::reader::{bucket_offsets, count_log_rows};
 use crate::log::schema::SchemaVersion;
+use crate::log::segment::{list_segments, lost_commits};
 use crate::log::{BucketLogReader, ChangelogBatch, LogRange, LogReadOptions, SchemaHistory};
 #[cfg(any(test, feature = "test-support"))]
 use crate::storage::FaultInjector;
@@ -421,26 +425,34 @@ impl LocalStore {
 
     /// Earliest offset and high watermark of each bucket, as readers may see them: a
     /// bucket written by a statement in progress (or interrupted) ends where that
-    /// statement found it.
+    /// statement found it. A bucket that ends before its committed end has lost
+    /// committed batches: an error naming the table, bucket, file and offsets.
     async fn visible_offsets(
         &self,
         table: &FlussTable,
         buckets: &[BucketLocation],
     ) -> Result<Vec<BucketOffsets>> {
-        let lookups: Vec<_> = buckets
+        // Read before the ends: a commit in between only moves the ends further.
+        let committed = self.committed_ends().await?;
+        let ends = self.log_ends(table, buckets).await?;
+        let lost = buckets
             .iter()
-            .map(|bucket| {
-                let dir = self.bucket_dir(table, bucket);
-                async move { bucket_offsets(&self.storage, &dir).await }
-            })
-            .collect();
-        // Every bucket at once: each lookup is a listing and a size (a round trip on
-        // object stores), and planning waits for all of them.
-        let ends: Vec<(i64, i64)> = futures::stream::iter(lookups)
-            .buffered(CONCURRENT_OFFSET_LOOKUPS)
-            .try_collect()
-            .await
-            .map_err(|e| e.with_context("table", table.path.to_string()))?;
+            .zip(&ends)
+            .any(|(bucket, (_, end))| committed.get(table.table_id(), bucket) > Some(*end));
+        let ends = if lost {
+            // A crashed statement's rollback may have lowered the record and cut its
+            // batches after the record was read: look again before calling it damage.
+            let committed = self.committed_ends().await?;
+            let ends = self.log_ends(table, buckets).await?;
+            for (bucket, (_, end)) in buckets.iter().zip(&ends) {
+                if let Some(c) = committed.get(table.table_id(), bucket).filter(|c| c > end) {
+                    return Err(self.lost_commits(table, bucket, *end, c).await);
+                }
+            }
+            ends
+        } else {
+            ends
+        };
         // Read after the ends: a statement that starts in between is capped, and one
         // that committed in between is visible where its batches were seen.
         let intent = self.read_intent(table.table_id()).await?;
@@ -455,6 +467,56 @@ impl LocalStore {
                 }
             })
             .collect())
+    }
+}
+
+impl LocalStore {
+    /// Earliest offset and log end of each bucket, as its segments hold them.
+    async fn log_ends(
+        &self,
+        table: &FlussTable,
+        buckets: &[BucketLocation],
+    ) -> Result<Vec<(i64, i64)>> {
+        let lookups: Vec<_> = buckets
+            .iter()
+            .map(|bucket| {
+                let dir = self.bucket_dir(table, bucket);
+                async move { bucket_offsets(&self.storage, &dir).await }
+            })
+            .collect();
+        // Every bucket at once: each lookup is a listing and a size (a round trip on
+        // object stores), and planning waits for all of them.
+        futures::stream::iter(lookups)
+            .buffered(CONCURRENT_OFFSET_LOOKUPS)
+            .try_collect()
+            .await
+            .map_err(|e| e.with_context("table", table.path.to_string()))
+    }
+
+    /// The error for `bucket` of `table`, whose log ends at `end` though offsets up
+    /// to `committed` were committed, naming the newest segment.
+    pub(crate) async fn lost_commits(
+        &self,
+        table: &FlussTable,
+        bucket: &BucketLocation,
+        end: i64,
+        committed: i64,
+    ) -> Error {
+        let dir = self.bucket_dir(table, bucket);
+        let newest = list_segments(&self.storage, &dir)
+            .await
+            .ok()
+            .and_then(|segments| segments.last().map(|s| s.path.clone()));
+        let mut e = lost_commits(end, committed, &dir)
+            .with_context("table", table.path.to_string())
+            .with_context("bucket", bucket.bucket);
+        if let Some((_, name)) = &bucket.partition {
+            e = e.with_context("partition", name);
+        }
+        match newest {
+            Some(file) => e.with_context("file", file),
+            None => e.with_context("file", format!("{dir} (no segment)")),
+        }
     }
 }
 

@@ -140,6 +140,8 @@ impl LocalStore {
             .map_err(|e| Error::from(e).with_context("file", &node))?;
         // the registration first: a partition half removed is one no reader lists
         self.storage.delete(&node).await?;
+        self.forget_committed(guard, table.table_id(), Some(reg.partition_id))
+            .await?;
         let data =
             layout::partition_data_dir(&table.path, table.table_id(), name, reg.partition_id);
         self.storage.delete_dir(&data).await?;

@@ -21,6 +21,7 @@ use futures::TryStreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::MutexGuard;
 
+use super::committed::CommittedEnds;
 use super::intent::{IntentBucket, WriteIntent};
 use super::{LocalStore, now_millis};
 use crate::error::{Error, Result};
@@ -61,6 +62,8 @@ pub(crate) struct WriterState {
     segments: HashMap<BucketKey, SegmentWriter>,
     kv: HashMap<BucketKey, KeyValueState>,
     assigners: HashMap<i64, BucketAssigner>,
+    /// The store's commit record as this writer last wrote or read it.
+    committed: Option<CommittedEnds>,
     /// The writer-lock generation our last statement left.
     generation: Option<u64>,
 }
@@ -77,6 +80,7 @@ impl WriteGuard<'_> {
         self.state.segments.retain(|k, _| k.0 != table_id);
         self.state.kv.retain(|k, _| k.0 != table_id);
         self.state.assigners.remove(&table_id);
+        self.state.committed = None;
     }
 }
 
@@ -146,6 +150,7 @@ impl LocalStore {
         if lock.previous_generation.is_none() || lock.previous_generation != state.generation {
             state.segments.clear();
             state.kv.clear();
+            state.committed = None;
         }
         state.generation = Some(lock.generation);
         Ok(WriteGuard { state, _lock: lock })
@@ -190,7 +195,9 @@ impl LocalStore {
     }
 
     /// Commits the statement, or undoes it on error (if undoing fails too, the intent
-    /// stays: readers ignore its batches and the next writer removes them).
+    /// stays: readers ignore its batches and the next writer removes them). The
+    /// commit records the new end of every bucket written in the commit record, then
+    /// removes the intent (the commit point).
     async fn finish(
         &self,
         guard: &mut WriteGuard<'_>,
@@ -198,7 +205,10 @@ impl LocalStore {
         outcome: Result<()>,
     ) -> Result<WriteResult> {
         let outcome = match outcome {
-            Ok(()) => self.commit_intent(&txn.table, &txn.intent).await,
+            Ok(()) => match self.record_ends(guard, &txn).await {
+                Ok(()) => self.commit_intent(&txn.table, &txn.intent).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match outcome {
@@ -212,6 +222,57 @@ impl LocalStore {
                 Err(e.with_context("table", txn.table.path.to_string()))
             }
         }
+    }
+
+    /// The commit record as the writer knows it (read once per writer generation).
+    async fn committed<'g>(&self, guard: &'g mut WriteGuard<'_>) -> Result<&'g mut CommittedEnds> {
+        if guard.state.committed.is_none() {
+            guard.state.committed = Some(self.committed_ends().await?);
+        }
+        guard
+            .state
+            .committed
+            .as_mut()
+            .ok_or_else(|| Error::internal("commit record vanished"))
+    }
+
+    /// Records the end of every bucket the statement wrote in the commit record.
+    async fn record_ends(&self, guard: &mut WriteGuard<'_>, txn: &TableWrite) -> Result<()> {
+        if txn.intent.buckets.is_empty() {
+            return Ok(());
+        }
+        let id = txn.table.table_id();
+        let mut ends = Vec::with_capacity(txn.intent.buckets.len());
+        for bucket in &txn.intent.buckets {
+            let key = (id, bucket.partition_id, bucket.bucket);
+            let writer = guard.state.segments.get(&key).ok_or_else(|| {
+                Error::internal("a bucket the statement wrote has no segment writer")
+            })?;
+            ends.push((key, writer.next_offset()));
+        }
+        let committed = self.committed(guard).await?;
+        for (key, end) in ends {
+            committed.set(key, end);
+        }
+        let record = committed.clone();
+        self.store_committed_ends(&record).await
+    }
+
+    /// Takes a dropped table's (or partition's) buckets out of the commit record.
+    pub(super) async fn forget_committed(
+        &self,
+        guard: &mut WriteGuard<'_>,
+        table_id: i64,
+        partition_id: Option<i64>,
+    ) -> Result<()> {
+        let committed = self.committed(guard).await?;
+        let before = committed.clone();
+        committed.forget(table_id, partition_id);
+        if *committed == before {
+            return Ok(());
+        }
+        let record = committed.clone();
+        self.store_committed_ends(&record).await
     }
 
     /// Writes a stream of batches as one statement: every row or none. With a
@@ -368,9 +429,13 @@ impl LocalStore {
                     continue;
                 }
                 let key = (table.table_id(), location.partition_id(), bucket);
-                if let std::collections::hash_map::Entry::Vacant(entry) = guard.state.kv.entry(key)
-                {
-                    entry.insert(self.replay_state(&table, &location).await?);
+                if !guard.state.kv.contains_key(&key) {
+                    let committed = self
+                        .committed(guard)
+                        .await?
+                        .get(table.table_id(), &location);
+                    let state = self.replay_state(&table, &location, committed).await?;
+                    guard.state.kv.insert(key, state);
                 }
                 let kv = guard
                     .state
@@ -505,14 +570,18 @@ impl LocalStore {
         bucket: &BucketLocation,
     ) -> Result<&'g mut SegmentWriter> {
         let key = (table.table_id(), bucket.partition_id(), bucket.bucket);
-        let segments = &mut guard.state.segments;
-        if let std::collections::hash_map::Entry::Vacant(entry) = segments.entry(key) {
+        if !guard.state.segments.contains_key(&key) {
+            let committed = self.committed(guard).await?.get(table.table_id(), bucket);
             let dir = self.bucket_dir(table, bucket);
-            entry.insert(
-                SegmentWriter::open(&self.storage, &dir, self.options.segment_roll_bytes).await?,
-            );
+            let roll = self.options.segment_roll_bytes;
+            let writer = SegmentWriter::open(&self.storage, &dir, roll, committed)
+                .await
+                .map_err(|e| located(e, bucket))?;
+            guard.state.segments.insert(key, writer);
         }
-        segments
+        guard
+            .state
+            .segments
             .get_mut(&key)
             .ok_or_else(|| Error::internal("segment writer vanished"))
     }
@@ -554,17 +623,23 @@ impl LocalStore {
             .collect()
     }
 
-    /// Rebuilds a bucket's key-value state by replaying its whole changelog.
+    /// Rebuilds a bucket's key-value state by replaying its whole changelog, which
+    /// must reach the bucket's `committed` end (a state folded from a cut log would
+    /// write wrong previous images).
     async fn replay_state(
         &self,
         table: &FlussTable,
         bucket: &BucketLocation,
+        committed: Option<i64>,
     ) -> Result<KeyValueState> {
         let latest = table.schemas.latest()?;
         let key_columns = table.info.get_schema().primary_key_indexes();
         let mut state = KeyValueState::new(latest.arrow.clone(), key_columns)?;
         let dir = self.bucket_dir(table, bucket);
         let (earliest, end) = bucket_offsets(&self.storage, &dir).await?;
+        if let Some(c) = committed.filter(|c| *c > end) {
+            return Err(self.lost_commits(table, bucket, end, c).await);
+        }
         let mut reader = BucketLogReader::new(
             self.storage.clone(),
             dir,
@@ -577,6 +652,15 @@ impl LocalStore {
             state.apply(&batch.batch, &batch.change_types)?;
         }
         Ok(state)
+    }
+}
+
+/// `e` naming the bucket (and partition) it happened in.
+fn located(e: Error, bucket: &BucketLocation) -> Error {
+    let e = e.with_context("bucket", bucket.bucket);
+    match &bucket.partition {
+        Some((_, name)) => e.with_context("partition", name),
+        None => e,
     }
 }
 
