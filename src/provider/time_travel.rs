@@ -3,9 +3,10 @@
 //!
 //! - `t$lake` as of snapshot `n` reads the lake's snapshot `n`; as of a time, the
 //!   newest lake snapshot committed by then.
-//! - The union table as of snapshot `n` reads the *readable* snapshot `n` Fluss
-//!   registered and the log from its offsets to the high watermark: the rows now,
-//!   with the lake and log split where that snapshot split them.
+//! - The union table as of snapshot `n` reads the table exactly as the *readable*
+//!   snapshot `n` Fluss registered recorded it: its lake rows, and nothing of the log
+//!   past its offsets (the union's cut at that snapshot, with every log range empty).
+//!   Its lake alone, system columns and all, is `t$lake` as of `n`.
 //! - The union table as of a time reads the newest readable snapshot committed by
 //!   then, and each bucket's log up to its first batch committed after that time
 //!   (batch headers carry the commit time, so no batch is split): the rows as they
@@ -101,7 +102,7 @@ pub(super) async fn union_at(
     match when {
         TimeTravel::LogBetween { .. } => Err(Error::internal("log window planned as of")),
         TimeTravel::Snapshot(id) => match source.lake_snapshot(table, id).await? {
-            Some(snapshot) => Ok((CutLake::Pinned(Some(snapshot)), CommitTimes::default())),
+            Some(snapshot) => Ok((CutLake::AtSnapshot(snapshot), CommitTimes::default())),
             None => {
                 let registered = source.registered_lake_snapshots(table).await?;
                 let known = match registered {

@@ -50,6 +50,10 @@ pub enum CutLake {
     /// This snapshot (time travel). `None`: none was tiered by then, so the log must
     /// still hold every bucket from offset 0.
     Pinned(Option<ReadableSnapshot>),
+    /// The table exactly as this snapshot recorded it (`VERSION AS OF`): its lake
+    /// rows and nothing of the log past its offsets, so every bucket's log range is
+    /// empty at the snapshot's offset (0 where it tiered nothing of the bucket).
+    AtSnapshot(ReadableSnapshot),
 }
 
 /// Where, by commit time, the log ranges of a cut begin and end (epoch millis,
@@ -80,11 +84,13 @@ pub async fn plan_cut(
 ) -> Result<UnionCut> {
     let keep_bucket = |bucket: &i32| buckets.is_none_or(|b| b.contains(bucket));
     let from_zero = lake == CutLake::Pinned(None);
+    let at_snapshot = matches!(lake, CutLake::AtSnapshot(_));
     let snapshot = match lake {
         CutLake::LatestReadable if table.lake_format().is_some() => {
             source.readable_lake_snapshot(table).await?
         }
         CutLake::Pinned(snapshot) => snapshot,
+        CutLake::AtSnapshot(snapshot) => Some(snapshot),
         CutLake::Skip | CutLake::LatestReadable => None,
     };
     let buckets_per_partition = table.info.get_num_buckets();
@@ -139,6 +145,19 @@ pub async fn plan_cut(
             .or(from_zero.then_some(0));
         let range = match starts.as_ref().and_then(|s| s.get(i)) {
             Some(&start) => window_range(start, offsets, times.from.unwrap_or_default()),
+            None if at_snapshot => {
+                // the log up to the snapshot's offset, nothing after it: the lake's
+                // claim is checked as any cut checks it, the range read is empty
+                let at = tiered.unwrap_or(0);
+                bucket_range(
+                    Some(at),
+                    BucketOffsets {
+                        earliest: offsets.earliest.min(at),
+                        high_watermark: offsets.high_watermark,
+                    },
+                )
+                .map(|_| LogRange::new(at, at))
+            }
             None => bucket_range(tiered, offsets),
         };
         let range = range.map_err(|e| {

@@ -46,6 +46,8 @@ enum Special {
 
 struct Table {
     name: String,
+    /// The lake format: `paimon` or `iceberg`.
+    format: String,
     primary_key: bool,
     partitioning: Partitioning,
     /// The partition values (canonical text), when partitioned.
@@ -124,6 +126,7 @@ impl Table {
         };
         Self {
             name,
+            format: format.to_string(),
             primary_key,
             partitioning,
             partitions,
@@ -1032,14 +1035,23 @@ fn compare(
         }
     }
 
-    // time travel on the real cluster: as of now, and at the newest snapshot Fluss's
-    // tiering committed (registered by Fluss, so readable for these tables), both the
-    // rows now (the offsets come from GetLakeSnapshot by id, the log end from the
-    // batch headers FetchLog returns)
-    let mut as_of = vec![format!(
+    // time travel on the real cluster: as of now, the rows now; at the newest snapshot
+    // Fluss's tiering committed (registered by Fluss, so readable for these tables),
+    // the table as that snapshot recorded it: its lake rows, none of the log after it
+    // (the offsets come from GetLakeSnapshot by id)
+    let as_of_now = format!(
         "SELECT {select} FROM db.{} FOR SYSTEM_TIME AS OF now()",
         t.name
-    )];
+    );
+    match ours(runtime, session, &as_of_now) {
+        Ok((_, got)) => expect_same(
+            failures,
+            format!("{}: {as_of_now}", t.name),
+            got,
+            want.clone(),
+        ),
+        Err(e) => failures.push(format!("{}: {as_of_now}: {e}", t.name)),
+    }
     let newest_tiered = format!(
         "SELECT snapshot_id FROM db.\"{}$lake$snapshots\" WHERE fluss_offsets IS NOT NULL \
          ORDER BY commit_time DESC LIMIT 1",
@@ -1049,16 +1061,38 @@ fn compare(
     if let Ok((_, rows)) = ours(runtime, session, &newest_tiered)
         && let Some(Some(id)) = rows.first().map(|r| r[0].clone())
     {
-        as_of.push(format!(
-            "SELECT {select} FROM db.{} VERSION AS OF {id}",
-            t.name
-        ));
         SNAPSHOT_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-    for sql in as_of {
-        match ours(runtime, session, &sql) {
-            Ok((_, got)) => expect_same(failures, format!("{}: {sql}", t.name), got, want.clone()),
-            Err(e) => failures.push(format!("{}: {sql}: {e}", t.name)),
+        let at = format!("SELECT {select} FROM db.{} VERSION AS OF {id}", t.name);
+        // the reference: Flink's lake table at that snapshot (the lake's own
+        // connector: Paimon's `scan.snapshot-id`, Iceberg's `snapshot-id`), else the
+        // other session's
+        let reference_rows = match reference {
+            Reference::Flink => {
+                let option = if t.format == "paimon" {
+                    "scan.snapshot-id"
+                } else {
+                    "snapshot-id"
+                };
+                let flink = format!(
+                    "SELECT {} FROM fc.db.`{}$lake` /*+ OPTIONS('{option}' = '{id}') */",
+                    columns.join(", "),
+                    t.name
+                );
+                fluss
+                    .query(&flink)
+                    .map_err(|e| format!("Flink: {flink}: {e}"))
+            }
+            Reference::Session(other) => ours(runtime, other, &at).map(|(_, rows)| rows),
+        };
+        match (ours(runtime, session, &at), reference_rows) {
+            (Ok((_, got)), Ok(reference)) => expect_same(
+                failures,
+                format!("{}: {at} vs the reference's lake at {id}", t.name),
+                got,
+                reference,
+            ),
+            (Err(e), _) => failures.push(format!("{}: {at}: {e}", t.name)),
+            (_, Err(e)) => failures.push(format!("{}: {e}", t.name)),
         }
     }
 
