@@ -65,6 +65,7 @@
 #![warn(missing_docs)]
 
 mod cast;
+pub mod checked;
 pub mod error;
 pub mod lake;
 pub mod log;

@@ -10,8 +10,16 @@ use datafusion::arrow::datatypes::{Field, SchemaRef};
 use crate::error::{Error, ErrorKind, Result};
 
 mod exact;
+mod fixed;
+mod temporal;
 
-pub(crate) use exact::exactly_as;
+pub(crate) use exact::{exactly_as, written_as};
+use exact::{shown, sql_type};
+
+/// The SQL name of an Arrow type, as users write it (`BIGINT`, `DECIMAL(10, 2)`).
+pub(crate) fn sql_type_name(data_type: &datafusion::arrow::datatypes::DataType) -> String {
+    sql_type(data_type)
+}
 
 /// `column` as `field`'s type: itself when it has it already, else cast. A cast that
 /// fails is an error of `kind` naming the column and both types, in the words of the

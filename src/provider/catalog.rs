@@ -69,7 +69,9 @@ impl FlussCatalog {
     }
 
     /// Registers the catalog in `ctx` as `name`, with [`super::FlussWriteRule`] (once)
-    /// so that `INSERT`, `UPDATE`, `DELETE` and `MERGE INTO` write to its tables, and
+    /// so that `INSERT`, `UPDATE`, `DELETE` and `MERGE INTO` write to its tables,
+    /// [`crate::checked`]'s rule and `sum` so that integer arithmetic and sums fail on
+    /// overflow instead of wrapping (a value written is never a wrapped one), and
     /// [`super::TimeTravelPlanner`] (once) for `VERSION AS OF` and `TIMESTAMP AS OF`,
     /// and the table function [`super::LogBetweenFunction`] over its tables.
     /// Registering the catalog alone with `register_catalog` reads it; its tables
@@ -79,7 +81,9 @@ impl FlussCatalog {
     /// `datafusion.sql_parser.dialect` set to one (`databricks`, `bigquery`).
     pub fn register_with(self, ctx: &datafusion::prelude::SessionContext, name: &str) {
         let state = ctx.state();
-        let rules = super::with_write_rule(&state.analyzer().rules);
+        let rules = crate::checked::with_checked_arithmetic(&super::with_write_rule(
+            &state.analyzer().rules,
+        ));
         if rules.len() > state.analyzer().rules.len() {
             let state = datafusion::execution::SessionStateBuilder::new_from_existing(state)
                 .with_analyzer_rules(rules)
@@ -96,6 +100,7 @@ impl FlussCatalog {
             // registering a relation planner cannot fail
             let _ = ctx.register_relation_planner(Arc::new(super::TimeTravelPlanner));
         }
+        ctx.register_udaf(crate::checked::sum().as_ref().clone());
         ctx.register_udtf(
             super::LOG_BETWEEN,
             Arc::new(super::LogBetweenFunction::new(self.clone())),

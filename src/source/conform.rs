@@ -6,21 +6,23 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::SchemaRef;
 
-use crate::cast::{batch_of, exactly_as};
+use crate::cast::{batch_of, written_as};
 use crate::error::{Error, Result};
+use crate::log::schema::SchemaVersion;
 use crate::source::FlussTable;
 
-/// Makes `batch` match the table's Arrow schema: columns by name, converted where
-/// needed without changing a value (never rounded, truncated or made NULL), missing
-/// nullable columns filled with nulls, NOT NULL columns checked.
-pub(crate) fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+/// Makes `batch` match the table's schema `version`: columns by name, converted
+/// where needed without changing a value (never rounded, truncated, cut or made NULL;
+/// the Fluss types bound what the Arrow types do not, a `CHAR`'s length, a time's
+/// digits), missing nullable columns filled with nulls, NOT NULL columns checked.
+pub(crate) fn conform_batch(batch: &RecordBatch, version: &SchemaVersion) -> Result<RecordBatch> {
+    let target = &version.arrow;
     let schema = batch.schema();
     let mut columns = Vec::with_capacity(target.fields().len());
-    for field in target.fields() {
+    for (field, declared) in target.fields().iter().zip(declared_types(version)) {
         let column = match schema.index_of(field.name()) {
-            Ok(i) => exactly_as(batch.column(i), field)?,
+            Ok(i) => written_as(batch.column(i), field, declared)?,
             Err(_) if field.is_nullable() => {
                 datafusion::arrow::array::new_null_array(field.data_type(), batch.num_rows())
             }
@@ -54,11 +56,13 @@ pub(crate) fn conform_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<R
 /// other columns null (only keys are used).
 pub(crate) fn conform_keys(
     batch: &RecordBatch,
-    target: &SchemaRef,
+    version: &SchemaVersion,
     key_columns: &[usize],
 ) -> Result<RecordBatch> {
+    let target = &version.arrow;
     let schema = batch.schema();
     let mut columns = Vec::with_capacity(target.fields().len());
+    let declared: Vec<_> = declared_types(version).collect();
     for (i, field) in target.fields().iter().enumerate() {
         let column = if key_columns.contains(&i) {
             let c = schema
@@ -70,7 +74,7 @@ pub(crate) fn conform_keys(
                         field.name()
                     ))
                 })?;
-            exactly_as(c, field)?
+            written_as(c, field, declared.get(i).copied().flatten())?
         } else {
             match schema.index_of(field.name()) {
                 Ok(j) => cast(batch.column(j), field.data_type())?,
@@ -133,4 +137,13 @@ pub(crate) fn partial_columns(table: &FlussTable, batch: &RecordBatch) -> Result
         written.push(listed);
     }
     Ok(written)
+}
+
+/// Each Arrow column's declared Fluss type, by position (`None` past the Fluss
+/// columns, which a schema version never has).
+fn declared_types(
+    version: &SchemaVersion,
+) -> impl Iterator<Item = Option<&fluss::metadata::DataType>> {
+    let fields = version.schema.row_type().fields();
+    (0..version.arrow.fields().len()).map(move |i| fields.get(i).map(|f| f.data_type()))
 }

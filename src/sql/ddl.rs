@@ -343,6 +343,33 @@ fn too_many(name: &str, args: &[u32], max: usize) -> Result<()> {
     Ok(())
 }
 
+/// Flink's `VARCHAR(n)` / `VARBINARY(n)`: Fluss has no bounded variable-length type,
+/// so only the unbounded one (`n` = 2147483647, Flink's `STRING` / `BYTES`) is
+/// `unbounded_type`; any other length is refused naming it, as Fluss's Flink catalog
+/// refuses it (`FlinkTypeToFlussType.visit(VarCharType)`: "Unsupported data type"),
+/// never silently widened. Flink's bare `VARCHAR` is `VARCHAR(1)`.
+fn unbounded(
+    name: &str,
+    args: &[u32],
+    unbounded: &str,
+    unbounded_type: DataType,
+) -> Result<DataType> {
+    too_many(name, args, 1)?;
+    match args.first() {
+        Some(&length) if length == i32::MAX as u32 => Ok(unbounded_type),
+        length => Err(Error::unsupported(format!(
+            "column type {name}({}) is not a Fluss type: Fluss has no bounded {name} \
+             (Fluss's Flink catalog refuses it too); use {unbounded}{}",
+            length.copied().unwrap_or(1),
+            if unbounded == "STRING" {
+                ", or CHAR(n) for a fixed length"
+            } else {
+                ", or BINARY(n) for a fixed length"
+            }
+        ))),
+    }
+}
+
 /// Parses a SQL type into a Fluss type (nullable; `NOT NULL` is applied by the caller).
 pub fn parse_type(c: &mut Cursor) -> Result<DataType> {
     let name = match c.next_token() {
@@ -372,14 +399,11 @@ pub fn parse_type(c: &mut Cursor) -> Result<DataType> {
             DataType::Decimal(DecimalType::new(precision, scale).map_err(fluss_err)?)
         }
         "STRING" | "TEXT" => DataTypes::string(),
-        "VARCHAR" => {
-            type_args(c)?;
-            DataTypes::string()
-        }
+        "VARCHAR" => unbounded(&name, &type_args(c)?, "STRING", DataTypes::string())?,
         "CHAR" | "CHARACTER" => {
             if c.eat_keyword("varying") {
-                type_args(c)?;
-                DataTypes::string()
+                let name = format!("{name} VARYING");
+                unbounded(&name, &type_args(c)?, "STRING", DataTypes::string())?
             } else {
                 let args = type_args(c)?;
                 too_many(&name, &args, 1)?;
@@ -414,10 +438,8 @@ pub fn parse_type(c: &mut Cursor) -> Result<DataType> {
             let precision = args.first().copied().unwrap_or(6);
             DataType::TimestampLTz(TimestampLTzType::new(precision).map_err(fluss_err)?)
         }
-        "BYTES" | "VARBINARY" | "BLOB" | "BYTEA" => {
-            type_args(c)?;
-            DataTypes::bytes()
-        }
+        "BYTES" | "BLOB" | "BYTEA" => DataTypes::bytes(),
+        "VARBINARY" => unbounded(&name, &type_args(c)?, "BYTES", DataTypes::bytes())?,
         "BINARY" => {
             let args = type_args(c)?;
             too_many(&name, &args, 1)?;
@@ -510,7 +532,7 @@ mod tests {
     #[test]
     fn parses_flink_style_ddl() {
         let sql = "CREATE TABLE IF NOT EXISTS db.Orders (\
-            id BIGINT NOT NULL, \"Name\" VARCHAR(20) COMMENT 'n', p DECIMAL(15, 2), \
+            id BIGINT NOT NULL, \"Name\" VARCHAR(2147483647) COMMENT 'n', p DECIMAL(15, 2), \
             ts TIMESTAMP(3) WITH LOCAL TIME ZONE, dt STRING, \
             PRIMARY KEY (id, dt) NOT ENFORCED) PARTITIONED BY (dt) \
             WITH ('bucket.num' = '4', 'table.datalake.enabled' = 'true', 'x' = 'y')";
@@ -545,5 +567,40 @@ mod tests {
         c.eat_keywords(&["create", "table"]);
         let e = parse_create_table(&mut c).unwrap_err();
         assert!(e.to_string().contains("GEOMETRY"), "{e}");
+    }
+
+    fn type_of(sql: &str) -> Result<DataType> {
+        parse_type(&mut Cursor::new(sql).unwrap())
+    }
+
+    #[test]
+    fn types_are_kept_as_written_or_refused_by_name() {
+        for (sql, kept) in [
+            ("CHAR(3)", DataTypes::char(3)),
+            ("BINARY(4)", DataTypes::binary(4)),
+            ("STRING", DataTypes::string()),
+            ("VARCHAR(2147483647)", DataTypes::string()),
+            ("VARBINARY(2147483647)", DataTypes::bytes()),
+            ("BYTES", DataTypes::bytes()),
+        ] {
+            assert_eq!(type_of(sql).unwrap(), kept, "{sql}");
+        }
+        for (sql, named) in [
+            ("VARCHAR(3)", "VARCHAR(3) is not a Fluss type"),
+            ("VARCHAR", "VARCHAR(1) is not a Fluss type"),
+            (
+                "CHARACTER VARYING(10)",
+                "CHARACTER VARYING(10) is not a Fluss type",
+            ),
+            ("VARBINARY(8)", "VARBINARY(8) is not a Fluss type"),
+        ] {
+            let e = type_of(sql).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                crate::error::ErrorKind::FeatureUnsupported,
+                "{sql}"
+            );
+            assert!(e.to_string().contains(named), "{sql}: {e}");
+        }
     }
 }

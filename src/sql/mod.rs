@@ -279,7 +279,9 @@ impl FlussSession {
             .with_runtime_env(runtime)
             .with_default_features()
             .with_physical_optimizer_rule(Arc::new(LookupJoinRule))
-            .with_analyzer_rules(with_write_rule(&Analyzer::new().rules))
+            .with_analyzer_rules(crate::checked::with_checked_arithmetic(&with_write_rule(
+                &Analyzer::new().rules,
+            )))
             .with_relation_planners(vec![Arc::new(TimeTravelPlanner)]);
         let state = match &options.state_hook {
             Some(hook) => hook(state),
@@ -287,6 +289,8 @@ impl FlussSession {
         }
         .build();
         let ctx = SessionContext::new_with_state(state).enable_url_table();
+        // integer and decimal sums fail on overflow (`crate::checked`)
+        ctx.register_udaf(crate::checked::sum().as_ref().clone());
         let catalog = FlussCatalog::new(source.clone());
         ctx.register_catalog(CATALOG, Arc::new(catalog.clone()));
         ctx.register_udtf(

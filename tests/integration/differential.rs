@@ -6,9 +6,11 @@
 //! Tables (database `db`):
 //! - `kv`: primary-key table `(id BIGINT PK, v STRING NULL, n INT NULL, d DECIMAL(38, 10)
 //!   NULL, ts TIMESTAMP_LTZ(6) NULL, b BYTES NULL)`, 3 buckets; model: `BTreeMap<id, (v, n)>`.
-//!   `d`, `ts` and `b` hold boundary values of their types, chosen by the row's other
-//!   values ([`exact_values`]), so every write and update carries them and every read
-//!   must give them back exactly. (The real-Fluss run keeps the first three columns.)
+//!   `d`, `ts`, `b` and a column of every other Fluss type ([`types`]) hold boundary
+//!   values of their types, chosen by the row's other values ([`exact_values`]), so
+//!   every write and update carries them and every read must give them back exactly;
+//!   one step in 25 writes a type's first value past its range, which must be refused.
+//!   (The real-Fluss run keeps the first three columns.)
 //! - `lg`: log table with the same columns, 2 buckets (bucket key `id`); model: `Vec`.
 //! - `pl`: a partitioned log table with partitions written, tiered and dropped
 //!   ([`partitions`]).
@@ -30,6 +32,8 @@
 
 #[path = "differential_partitions.rs"]
 mod partitions;
+#[path = "differential_types.rs"]
+mod types;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -97,6 +101,13 @@ fn bytes_value(i: usize) -> Option<Vec<u8>> {
     }
 }
 
+/// Which boundary values a row's exact-value columns take: a function of its key
+/// and `v` (see [`exact_values`]).
+fn pick(row: &Row) -> usize {
+    let (id, v, _) = row;
+    (id.unsigned_abs() as usize) * 31 + v.as_ref().map_or(3, |v| v.len() * 7 + 1)
+}
+
 /// A row's exact-value columns: `d` (unscaled), `ts` (microseconds) and `b`.
 type ExactValues = (Option<i128>, Option<i64>, Option<Vec<u8>>);
 
@@ -104,8 +115,7 @@ type ExactValues = (Option<i128>, Option<i64>, Option<Vec<u8>>);
 /// the model keeps no more than `(id, v, n)` while upserts change them too, and the
 /// SQL writes that change only `n` (partial updates, UPDATE, MERGE) keep them.
 fn exact_values(row: &Row) -> ExactValues {
-    let (id, v, _) = row;
-    let pick = (id.unsigned_abs() as usize) * 31 + v.as_ref().map_or(3, |v| v.len() * 7 + 1);
+    let pick = pick(row);
     (
         DECIMALS[pick % DECIMALS.len()],
         TIMESTAMPS[(pick / 3) % TIMESTAMPS.len()],
@@ -143,9 +153,38 @@ enum Op {
     MergeFromLog {
         below: i32,
     },
+    /// SQL: `INSERT INTO <table> (id, c) VALUES (id, x)` with `x` column `c`'s first
+    /// value past its type's range ([`types::OUT_OF_RANGE`]): refused naming the
+    /// column, nothing written.
+    OutOfRange {
+        table: Table,
+        id: i64,
+        value: usize,
+    },
 }
 
 impl Op {
+    /// The statement of [`Op::OutOfRange`] and the column it names.
+    fn out_of_range(&self) -> Option<(String, &'static str)> {
+        let Op::OutOfRange { table, id, value } = self else {
+            return None;
+        };
+        let (column, literal) = types::OUT_OF_RANGE
+            .get(*value)
+            .copied()
+            .unwrap_or(types::BINARY_TOO_LONG);
+        let table = match table {
+            Table::Kv => "kv",
+            Table::Lg => "lg",
+        };
+        let sql = if column == "id" {
+            format!("INSERT INTO fluss.db.{table} (id) VALUES ({literal})")
+        } else {
+            format!("INSERT INTO fluss.db.{table} (id, {column}) VALUES ({id}, {literal})")
+        };
+        Some((sql, column))
+    }
+
     /// The SQL statement of the operations written through DataFusion.
     fn sql(&self) -> Option<String> {
         Some(match self {
@@ -281,6 +320,11 @@ impl std::fmt::Display for Op {
             Op::TierLog => write!(f, "lg tier"),
             Op::Recreate(Table::Kv) => write!(f, "kv drop + create"),
             Op::Recreate(Table::Lg) => write!(f, "lg drop + create"),
+            Op::OutOfRange { .. } => write!(
+                f,
+                "refused {}",
+                self.out_of_range().map(|(sql, _)| sql).unwrap_or_default()
+            ),
             sql => write!(f, "sql {}", sql.sql().unwrap_or_default()),
         }
     }
@@ -344,6 +388,18 @@ fn random_op(rng: &mut StdRng, model: &Model) -> Op {
             Table::Lg
         });
     }
+    // one step in 25 writes a value past its type's range, which must be refused
+    if rng.random_range(0..25) == 0 {
+        return Op::OutOfRange {
+            table: if rng.random_bool(0.5) {
+                Table::Kv
+            } else {
+                Table::Lg
+            },
+            id: rng.random_range(0..KEY_SPACE),
+            value: rng.random_range(0..=types::OUT_OF_RANGE.len()),
+        };
+    }
     match rng.random_range(0..100) {
         0..30 => Op::Upsert(random_rows(rng, 6)),
         30..45 => {
@@ -402,11 +458,15 @@ fn rows_batch(rows: &[Row]) -> RecordBatch {
         .with_timezone("UTC");
     let b = BinaryArray::from_iter(exact.iter().map(|e| e.2.clone()));
     let mut batch = three_columns(rows);
-    for (name, column) in [
+    let picks: Vec<usize> = rows.iter().map(pick).collect();
+    let typed = [
         ("d", Arc::new(d) as ArrayRef),
         ("ts", Arc::new(ts) as ArrayRef),
         ("b", Arc::new(b) as ArrayRef),
-    ] {
+    ]
+    .into_iter()
+    .chain(types::arrays(&picks));
+    for (name, column) in typed {
         let mut fields = batch.schema().fields().to_vec();
         fields.push(Arc::new(Field::new(name, column.data_type().clone(), true)));
         let mut columns = batch.columns().to_vec();
@@ -450,13 +510,14 @@ fn keys_batch(ids: &[i64]) -> RecordBatch {
 }
 
 fn schema(pk: bool) -> Schema {
-    let mut s = Schema::builder()
+    let s = Schema::builder()
         .column("id", DataTypes::bigint())
         .column("v", DataTypes::string())
         .column("n", DataTypes::int())
         .column("d", DataTypes::decimal(38, 10))
         .column("ts", DataTypes::timestamp_ltz_with_precision(6))
         .column("b", DataTypes::bytes());
+    let mut s = types::with_columns(s);
     if pk {
         s = s.primary_key(vec!["id"]).unwrap();
     }
@@ -959,6 +1020,23 @@ async fn run_differential(run: Run) {
                     checker.history.join("\n  ")
                 );
             }
+            refused @ Op::OutOfRange { .. } => {
+                let (sql, column) = refused.out_of_range().unwrap_or_default();
+                let outcome = match checker.ctx.sql(&sql).await {
+                    Ok(df) => df.collect().await.map(|_| ()),
+                    Err(e) => Err(e),
+                };
+                match outcome {
+                    Err(e) if e.to_string().contains(&format!("'{column}'")) => {}
+                    other => panic!(
+                        "run '{}' (FLUSS_DIFF_SEED={}) step {step}: {sql} must be refused \
+                         naming column '{column}', got {other:?}\nhistory:\n  {}",
+                        run.name,
+                        run.seed,
+                        checker.history.join("\n  ")
+                    ),
+                }
+            }
             Op::Upsert(rows) => {
                 if let Err(e) = store.upsert(&kv, &rows_batch(rows)).await {
                     fail(e, &checker.history);
@@ -1057,7 +1135,14 @@ async fn run_differential(run: Run) {
         // Check the table the operation touched every step, the other one every few.
         let touched_kv = matches!(
             op,
-            Op::Upsert(_) | Op::Delete(_) | Op::TierPk | Op::Recreate(Table::Kv)
+            Op::Upsert(_)
+                | Op::Delete(_)
+                | Op::TierPk
+                | Op::Recreate(Table::Kv)
+                | Op::OutOfRange {
+                    table: Table::Kv,
+                    ..
+                }
         ) || op.sql().is_some();
         if touched_kv || step % 5 == 0 {
             let rows = Model::kv_rows(&model.kv);
@@ -1238,6 +1323,7 @@ pub fn run_against_real(fluss: &mut fluss_test_support::real_fluss::RealFluss, s
             match random_op(&mut rng, &model) {
                 // written through the harness, which has no SQL writes of ours
                 Op::Recreate(_)
+                | Op::OutOfRange { .. }
                 | Op::PartialN(_)
                 | Op::UpdateN { .. }
                 | Op::DeleteVia { .. }

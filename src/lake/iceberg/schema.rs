@@ -66,6 +66,12 @@ fn iceberg_type(ty: &FlussType) -> Result<(PrimitiveType, ArrowType)> {
             ArrowType::Decimal128(d.precision() as u8, d.scale() as i8),
         ),
         FlussType::Date(_) => (PrimitiveType::Date, ArrowType::Date32),
+        // Iceberg's time is microseconds of the day (Fluss 1.0's
+        // FlussDataTypeToIcebergDataType.visit(TimeType): Types.TimeType)
+        FlussType::Time(_) => (
+            PrimitiveType::Time,
+            ArrowType::Time64(TimeUnit::Microsecond),
+        ),
         FlussType::Timestamp(_) => (
             PrimitiveType::Timestamp,
             ArrowType::Timestamp(TimeUnit::Microsecond, None),

@@ -155,8 +155,16 @@ fn insert(input: &LogicalPlan, table: &FlussTable) -> Result<(LogicalPlan, Chang
     } else {
         full
     };
-    // the planner plans VALUES against the listed columns
-    let input = uncast_values(projection.input.as_ref().clone(), exprs.len())?;
+    // the planner plans VALUES against the listed columns: one VALUES column per
+    // projected column reference (a log table's unlisted columns are NULL literals)
+    let listed = exprs
+        .iter()
+        .filter(|e| match e {
+            Expr::Alias(alias) => matches!(*alias.expr, Expr::Column(_)),
+            other => matches!(other, Expr::Column(_)),
+        })
+        .count();
+    let input = uncast_values(projection.input.as_ref().clone(), listed)?;
     let plan = Projection::try_new(exprs, Arc::new(input))?;
     Ok((LogicalPlan::Projection(plan), change))
 }

@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, BooleanArray, RecordBatch};
-use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::memory_pool::MemoryPool;
 use fluss::client::{AppendWriter, UpsertWriter, WriteResultFuture};
 use fluss::metadata::{
@@ -346,7 +345,7 @@ impl FlussWriter for ClusterSource {
     ) -> Result<WriteResult> {
         let table = self.get_table(path).await?;
         crate::source::writer::check_write_kind(&table, kind)?;
-        let latest: SchemaRef = table.schemas.latest()?.arrow.clone();
+        let version = table.schemas.latest()?;
         let row_type = Arc::new(table.info.row_type().clone());
         let keys = table.info.get_schema().primary_key_indexes();
         let partitioned = table.info.is_partitioned();
@@ -370,12 +369,12 @@ impl FlussWriter for ClusterSource {
         let mut done = 0;
         while let Some(batch) = rows.try_next().await? {
             let full = match kind {
-                WriteKind::Delete => conform_keys(&batch, &latest, &keys)?,
+                WriteKind::Delete => conform_keys(&batch, &version, &keys)?,
                 WriteKind::PartialUpdate => {
                     partial_columns(&table, &batch)?;
-                    conform_batch(&batch, &latest)?
+                    conform_batch(&batch, &version)?
                 }
-                WriteKind::Append | WriteKind::Upsert => conform_batch(&batch, &latest)?,
+                WriteKind::Append | WriteKind::Upsert => conform_batch(&batch, &version)?,
             };
             let writer = match &mut writer {
                 Some(writer) => writer,
@@ -496,8 +495,7 @@ impl FlussWriter for ClusterSource {
     ) -> Result<WriteResult> {
         let table = self.get_table(path).await?;
         crate::source::writer::check_write_kind(&table, WriteKind::Upsert)?;
-        let latest = table.schemas.latest()?.arrow.clone();
-        let full = conform_batch(rows, &latest)?;
+        let full = conform_batch(rows, table.schemas.latest()?.as_ref())?;
         let row_type = Arc::new(table.info.row_type().clone());
         let writer = self.row_writer(path, WriteKind::Upsert, None).await?;
         let split = if table.info.is_partitioned() {

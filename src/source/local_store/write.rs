@@ -387,13 +387,12 @@ impl LocalStore {
         let latest = table.schemas.latest()?;
         let width = latest.arrow.fields().len();
         let conform = |b: &RecordBatch| {
-            conform_batch(b, &latest.arrow)
-                .map_err(|e| e.with_context("table", table.path.to_string()))
+            conform_batch(b, &latest).map_err(|e| e.with_context("table", table.path.to_string()))
         };
         let full = match op {
             RowsOp::Delete => conform_keys(
                 batch,
-                &latest.arrow,
+                &latest,
                 &table.info.get_schema().primary_key_indexes(),
             )?,
             RowsOp::Append | RowsOp::Upsert | RowsOp::Partial(_) => conform(batch)?,
