@@ -65,7 +65,7 @@
 #![warn(missing_docs)]
 
 mod cast;
-pub mod checked;
+pub(crate) mod checked;
 pub mod error;
 pub mod lake;
 pub mod log;

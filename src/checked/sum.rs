@@ -141,8 +141,8 @@ fn overflowed<T>(data_type: &DataType) -> DfResult<T> {
     )
 }
 
-/// Whether `value` fits `data_type`'s precision (decimals; integers always do).
-fn fits<T: ArrowNumericType>(array: &ArrayRef, data_type: &DataType) -> bool {
+/// Whether every total fits `data_type`'s precision (decimals; integers always do).
+fn fits(array: &ArrayRef, data_type: &DataType) -> bool {
     match data_type {
         DataType::Decimal128(p, _) => array
             .as_primitive::<Decimal128Type>()
@@ -226,7 +226,7 @@ impl<T: ArrowNumericType> Accumulator for CheckedSumAccumulator<T> {
     fn evaluate(&mut self) -> DfResult<ScalarValue> {
         let value = (self.count > 0).then_some(self.sum);
         let scalar = ScalarValue::new_primitive::<T>(value, &self.data_type)?;
-        if !fits::<T>(&scalar.to_array()?, &self.data_type) {
+        if !fits(&scalar.to_array()?, &self.data_type) {
             return overflowed(&self.data_type);
         }
         Ok(scalar)
@@ -277,7 +277,7 @@ impl<T: ArrowNumericType + Send> CheckedGroups<T> {
 
     fn checked_totals(&self, totals: ArrayRef) -> DfResult<ArrayRef> {
         self.checked()?;
-        if !fits::<T>(&totals, &self.data_type) {
+        if !fits(&totals, &self.data_type) {
             return overflowed(&self.data_type);
         }
         Ok(totals)

@@ -70,8 +70,8 @@ impl FlussCatalog {
 
     /// Registers the catalog in `ctx` as `name`, with [`super::FlussWriteRule`] (once)
     /// so that `INSERT`, `UPDATE`, `DELETE` and `MERGE INTO` write to its tables,
-    /// [`crate::checked`]'s rule and `sum` so that integer arithmetic and sums fail on
-    /// overflow instead of wrapping (a value written is never a wrapped one), and
+    /// a rule and a `sum` under which integer arithmetic and sums fail on overflow
+    /// instead of wrapping (a value written is never a wrapped one), and
     /// [`super::TimeTravelPlanner`] (once) for `VERSION AS OF` and `TIMESTAMP AS OF`,
     /// and the table function [`super::LogBetweenFunction`] over its tables.
     /// Registering the catalog alone with `register_catalog` reads it; its tables
