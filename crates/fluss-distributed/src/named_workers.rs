@@ -1,6 +1,7 @@
 //! Errors of a distributed query name its workers: a worker that dies mid-query
-//! surfaces in DataFusion as a broken HTTP/2 stream ("h2 protocol error") that says
-//! nothing of where it ran.
+//! surfaces in DataFusion as a broken HTTP/2 stream ("h2 protocol error") or a
+//! refused connection that says nothing of where it ran. A transport failure is
+//! turned into an I/O error naming the worker that no longer answers.
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion_distributed::DistributedExec;
+use fluss_datafusion::{Error, ErrorKind};
 use futures::StreamExt;
 use url::Url;
 
@@ -116,21 +118,132 @@ impl ExecutionPlan for WorkersNamedExec {
         context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let schema = self.input.schema();
-        let workers: Vec<String> = self.workers.iter().map(Url::to_string).collect();
-        let context_of = move |e: DataFusionError| {
-            DataFusionError::Context(
-                format!(
-                    "the query ran distributed over the workers {}",
-                    workers.join(", ")
-                ),
-                Box::new(e),
-            )
-        };
+        let workers = self.workers.clone();
         let stream = match self.input.execute(partition, context) {
             Ok(stream) => stream,
-            Err(e) => return Err(context_of(e)),
+            Err(e) => return Err(context_of(&workers, e)),
         };
-        let stream = stream.map(move |batch| batch.map_err(&context_of));
+        let stream = stream.then(move |batch| {
+            let workers = workers.clone();
+            async move {
+                match batch {
+                    Ok(batch) => Ok(batch),
+                    Err(e) if transport_failure(&e) => Err(worker_failure(&workers, e).await),
+                    Err(e) => Err(context_of(&workers, e)),
+                }
+            }
+        });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+}
+
+/// `e` with the workers the query ran on as its context.
+fn context_of(workers: &[Url], e: DataFusionError) -> DataFusionError {
+    DataFusionError::Context(
+        format!(
+            "the query ran distributed over the workers {}",
+            names(workers)
+        ),
+        Box::new(e),
+    )
+}
+
+fn names(workers: &[Url]) -> String {
+    workers
+        .iter()
+        .map(crate::worker_name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether `e` is a failure of the connection to a worker rather than an error of
+/// the query: a gRPC status that is not an encoded DataFusion error (those arrive
+/// decoded).
+fn transport_failure(e: &DataFusionError) -> bool {
+    match e {
+        DataFusionError::External(inner) => carries_status(inner.as_ref()),
+        DataFusionError::ArrowError(arrow, _) => match arrow.as_ref() {
+            datafusion::arrow::error::ArrowError::ExternalError(inner) => {
+                carries_status(inner.as_ref())
+            }
+            _ => false,
+        },
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            transport_failure(inner)
+        }
+        DataFusionError::Shared(inner) => transport_failure(inner),
+        _ => false,
+    }
+}
+
+/// Whether `e` or an error in its source chain is a gRPC status (arrow-flight's
+/// `FlightError` holds one boxed).
+fn carries_status(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |e| e.source())
+        .any(|e| e.is::<tonic::Status>() || e.is::<Box<tonic::Status>>())
+}
+
+/// The error of a query whose connection to a worker failed with `e`: an I/O
+/// error naming the workers that no longer accept connections (asked now), or,
+/// when all still do, saying a connection broke. `e` stays its source.
+async fn worker_failure(workers: &[Url], e: DataFusionError) -> DataFusionError {
+    let mut down = Vec::new();
+    for url in workers {
+        if let Some(why) = crate::unreachable_reason(url).await {
+            down.push(format!("{} ({why})", crate::worker_name(url)));
+        }
+    }
+    let message = match down.len() {
+        0 => format!(
+            "a connection to a worker broke during the query; every worker answers now \
+             (the query ran distributed over the workers {})",
+            names(workers)
+        ),
+        1 => format!(
+            "the worker at {} is unreachable: it stopped or died during the query (the \
+             query ran distributed over the workers {})",
+            down[0],
+            names(workers)
+        ),
+        _ => format!(
+            "the workers at {} are unreachable: they stopped or died during the query \
+             (the query ran distributed over the workers {})",
+            down.join(", "),
+            names(workers)
+        ),
+    };
+    DataFusionError::External(Box::new(Error::new(ErrorKind::Io, message).with_source(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A broken connection is told from a query's own error by its type, and the
+    /// error names the worker that is gone, with an I/O kind.
+    #[tokio::test]
+    async fn a_broken_connection_names_the_worker_that_is_gone() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let alive = Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let gone = {
+            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            Url::parse(&format!("http://{}", closed.local_addr().unwrap())).unwrap()
+        };
+        let broken = DataFusionError::External(Box::new(tonic::Status::unknown(
+            "h2 protocol error: stream no longer needed",
+        )));
+        assert!(transport_failure(&broken));
+        assert!(!transport_failure(&DataFusionError::Execution(
+            "division by zero".into()
+        )));
+        let e = worker_failure(&[alive, gone.clone()], broken).await;
+        let ours = Error::from(e);
+        assert_eq!(ours.kind(), ErrorKind::Io);
+        let message = ours.to_string();
+        assert!(
+            message.contains(&format!("the worker at {} (", crate::worker_name(&gone))),
+            "{message}"
+        );
+        assert!(!message.contains("h2 protocol error"), "{message}");
     }
 }
