@@ -121,20 +121,49 @@ impl ExecutionPlan for WorkersNamedExec {
         let workers = self.workers.clone();
         let stream = match self.input.execute(partition, context) {
             Ok(stream) => stream,
-            Err(e) => return Err(context_of(&workers, e)),
+            // reported from the stream, where the workers can be asked
+            Err(e) => futures::stream::once(async { Err(e) }).boxed(),
         };
         let stream = stream.then(move |batch| {
             let workers = workers.clone();
             async move {
                 match batch {
                     Ok(batch) => Ok(batch),
-                    Err(e) if transport_failure(&e) => Err(worker_failure(&workers, e).await),
-                    Err(e) => Err(context_of(&workers, e)),
+                    Err(e) => Err(named(&workers, e).await),
                 }
             }
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
+}
+
+/// The error a distributed query's `e` becomes: a transport failure, or any error
+/// while a worker no longer accepts connections (a refused connect to a dead worker
+/// arrives as plain text), is an I/O error naming the workers that are gone; any
+/// other keeps the workers as its context.
+async fn named(workers: &[Url], e: DataFusionError) -> DataFusionError {
+    let down = unreachable_among(workers).await;
+    if down.is_empty() && !transport_failure(&e) {
+        return context_of(workers, e);
+    }
+    // the transport's own words ("h2 protocol error: ...", a connector's Debug dump)
+    // say nothing of where: they go to the log (-v), not into the message
+    tracing::info!(error = %e, "a distributed query failed with a worker gone");
+    DataFusionError::External(Box::new(worker_failure(workers, &down)))
+}
+
+/// The workers that do not accept connections now, each with why.
+async fn unreachable_among(workers: &[Url]) -> Vec<String> {
+    let checks = workers.iter().map(|url| async move {
+        crate::unreachable_reason(url)
+            .await
+            .map(|why| format!("{} ({why})", crate::worker_name(url)))
+    });
+    futures::future::join_all(checks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// `e` with the workers the query ran on as its context.
@@ -183,36 +212,29 @@ fn carries_status(e: &(dyn std::error::Error + 'static)) -> bool {
         .any(|e| e.is::<tonic::Status>() || e.is::<Box<tonic::Status>>())
 }
 
-/// The error of a query whose connection to a worker failed with `e`: an I/O
-/// error naming the workers that no longer accept connections (asked now), or,
-/// when all still do, saying a connection broke. `e` stays its source.
-async fn worker_failure(workers: &[Url], e: DataFusionError) -> DataFusionError {
-    let mut down = Vec::new();
-    for url in workers {
-        if let Some(why) = crate::unreachable_reason(url).await {
-            down.push(format!("{} ({why})", crate::worker_name(url)));
-        }
-    }
-    let message = match down.len() {
-        0 => format!(
+/// The error of a query whose connection to a worker failed, `down` the workers
+/// that no longer accept connections (none: a connection broke, every worker
+/// answers now).
+fn worker_failure(workers: &[Url], down: &[String]) -> Error {
+    let message = match down {
+        [] => format!(
             "a connection to a worker broke during the query; every worker answers now \
              (the query ran distributed over the workers {})",
             names(workers)
         ),
-        1 => format!(
-            "the worker at {} is unreachable: it stopped or died during the query (the \
-             query ran distributed over the workers {})",
-            down[0],
+        [one] => format!(
+            "the worker at {one} is unreachable: it stopped or died (the query ran \
+             distributed over the workers {})",
             names(workers)
         ),
         _ => format!(
-            "the workers at {} are unreachable: they stopped or died during the query \
-             (the query ran distributed over the workers {})",
+            "the workers at {} are unreachable: they stopped or died (the query ran \
+             distributed over the workers {})",
             down.join(", "),
             names(workers)
         ),
     };
-    DataFusionError::External(Box::new(Error::new(ErrorKind::Io, message).with_source(e)))
+    Error::new(ErrorKind::Io, message)
 }
 
 #[cfg(test)]
@@ -236,7 +258,7 @@ mod tests {
         assert!(!transport_failure(&DataFusionError::Execution(
             "division by zero".into()
         )));
-        let e = worker_failure(&[alive, gone.clone()], broken).await;
+        let e = named(&[alive.clone(), gone.clone()], broken).await;
         let ours = Error::from(e);
         assert_eq!(ours.kind(), ErrorKind::Io);
         let message = ours.to_string();
@@ -245,5 +267,19 @@ mod tests {
             "{message}"
         );
         assert!(!message.contains("h2 protocol error"), "{message}");
+        // with every worker up, a query's own error stays its own
+        let own = named(
+            std::slice::from_ref(&alive),
+            DataFusionError::Plan("no field c".into()),
+        )
+        .await;
+        assert!(
+            matches!(&own, DataFusionError::Context(_, inner) if matches!(**inner, DataFusionError::Plan(_))),
+            "{own}"
+        );
+        let broken = DataFusionError::External(Box::new(tonic::Status::unavailable("reset")));
+        let e = Error::from(named(&[alive], broken).await);
+        assert!(e.to_string().contains("every worker answers now"), "{e}");
+        drop(listener);
     }
 }

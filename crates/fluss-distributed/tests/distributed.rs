@@ -271,9 +271,10 @@ async fn two_in_process_workers_read_what_one_process_reads() {
 async fn two_worker_processes_read_what_one_process_reads() {
     let (dir, store, single) = store_from_sql(TABLES).await;
     let root = dir.path().to_str().unwrap();
+    // memory limits written as the shell takes them (the worker refused `1g` once)
     let workers = [
-        worker_process(&["--store", root]),
-        worker_process(&["--store", root]),
+        worker_process(&["--store", root, "--memory-limit", "1g"]),
+        worker_process(&["--store", root, "--memory-limit", "1.5G"]),
     ];
     let urls = workers.iter().map(|w| w.url().clone()).collect();
     let distributed = distributed_session(store, urls).await;
