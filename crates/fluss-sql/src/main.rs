@@ -438,9 +438,12 @@ impl Shell {
             eprintln!("Notice: {notice}");
         }
         let mut printer = self.printer(schema, !explain);
+        // the spinner runs until the first rows come (an aggregate's may take long)
+        let mut waiting_for_rows = self.spinner;
         loop {
-            match running.next(&self.runtime, false)? {
+            match running.next(&self.runtime, waiting_for_rows)? {
                 Produced::Batch(batch) => {
+                    waiting_for_rows = false;
                     if self.write_with(|out| printer.push(&batch, out))? == Wanted::Enough {
                         break;
                     }

@@ -1271,6 +1271,16 @@ fn workers_that_do_not_answer_are_refused_by_name() {
         );
         assert!(line.starts_with("Error: io error"), "{line}");
     }
+    // one worker alone is accepted, and said to leave queries in the shell
+    let r = run(store.path(), &["-q", "--workers", &alive, "-c", "SELECT 1"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("with one worker queries run in this shell"),
+        "{}",
+        r.stderr
+    );
+    drop(listening);
     let r = run(
         store.path(),
         &[
