@@ -1058,11 +1058,17 @@ fn cross_join_store() -> tempfile::TempDir {
 const CROSS_JOIN: &str = "SELECT count(*) FROM orders a CROSS JOIN orders b CROSS JOIN nation c \
                           WHERE a.o_comment < b.o_comment;";
 
+/// A shell running [`CROSS_JOIN`] on one partition: the join and the aggregate that
+/// drains it share one task, which yields only where an operator spends Tokio
+/// budget. Without a yield above the join (the library's `CooperativeJoinsRule`)
+/// that is once per 128 probe batches, minutes here: an abort never lands and the
+/// prompt never comes back (as measured before the rule).
 fn cross_join_shell(store: &Path) -> (rexpect::session::PtySession, u32) {
     let mut command = Command::new(BIN);
     command
         .arg("--store")
         .arg(store)
+        .args(["--target-partitions", "1"])
         .env("FLUSS_SQL_HISTORY", store.join("history"))
         .env("TERM", "dumb");
     let mut shell = rexpect::session::spawn_command(command, Some(120_000)).expect("spawn");
