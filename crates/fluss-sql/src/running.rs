@@ -4,9 +4,11 @@
 //! A statement runs as a task on the runtime, never on the shell's own thread: the
 //! shell waits for its rows with Ctrl-C in view however busy the task is (an
 //! aggregate draining a nested-loop join never returns `Pending`, so a signal
-//! awaited beside it in one future would never be seen). Ctrl-C aborts the task;
-//! the library's sessions put a `CooperativeExec` above every join, so the
-//! aborted query's threads reach a yield point, and stop, within a few batches.
+//! awaited beside it in one future would never be seen). Ctrl-C aborts the task,
+//! which drops the statement's future and so its scans (a write stops before its
+//! commit, or is recovered as after a crash). The library's sessions put a
+//! `CooperativeExec` above every join, so the aborted query's threads reach a
+//! yield point, and stop, within a few batches.
 //! The shell waits for that before it prompts again; a second Ctrl-C within
 //! [`DOUBLE_CTRL_C`] ends the process with status 130, as an interrupted psql does
 //! ([`watch_interrupts`] sees every Ctrl-C, whenever it comes, and the prompt asks
