@@ -390,7 +390,9 @@ fn write_json_lines(batch: &RecordBatch, out: &mut dyn Write) -> Result<()> {
     Ok(out.write_all(&json_lines(batch)?)?)
 }
 
-/// `batch`'s rows as elements of one JSON array: `[` before the first, `,` between.
+/// `batch`'s rows as elements of one JSON array, a row a line as DuckDB writes it:
+/// `[` before the first, `,` and a line break between (so `head` and line readers
+/// get rows as they come).
 fn write_json_array_rows(batch: &RecordBatch, first: bool, out: &mut dyn Write) -> Result<()> {
     let text = json_lines(batch)?;
     for (i, line) in text
@@ -398,7 +400,7 @@ fn write_json_array_rows(batch: &RecordBatch, first: bool, out: &mut dyn Write) 
         .filter(|l| !l.is_empty())
         .enumerate()
     {
-        out.write_all(if first && i == 0 { b"[" } else { b"," })?;
+        out.write_all(if first && i == 0 { b"[" } else { b",\n" })?;
         out.write_all(line)?;
     }
     Ok(())
@@ -510,7 +512,7 @@ mod tests {
         );
         assert_eq!(
             format_batches(PrintFormat::Json, &schema, &b, None).unwrap(),
-            "[{\"a\":1},{\"a\":2}]\n"
+            "[{\"a\":1},\n{\"a\":2}]\n"
         );
         assert_eq!(
             format_batches(PrintFormat::Json, &schema, &[], None).unwrap(),
@@ -543,7 +545,7 @@ mod tests {
         let schema = b[0].schema();
         assert_eq!(
             format_batches(PrintFormat::Json, &schema, &b, None).unwrap(),
-            "[{\"a\":1},{\"a\":2},{\"a\":3}]\n"
+            "[{\"a\":1},\n{\"a\":2},\n{\"a\":3}]\n"
         );
         assert_eq!(
             format_batches(PrintFormat::Tsv, &schema, &b, None).unwrap(),
