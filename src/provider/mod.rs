@@ -8,6 +8,7 @@ mod changelog;
 mod changelog_filters;
 #[cfg(feature = "distributed")]
 pub(crate) mod codec;
+mod cooperative_joins;
 mod damaged;
 mod describe;
 mod field_id_scan;
@@ -32,6 +33,7 @@ mod write;
 pub use as_of_planner::TimeTravelPlanner;
 pub(crate) use catalog::fluss_table_of;
 pub use catalog::{FlussCatalog, FlussSchema};
+pub use cooperative_joins::CooperativeJoinsRule;
 pub(crate) use damaged::damaged_table_error;
 pub use log_between::{LOG_BETWEEN, LogBetweenFunction};
 pub use lookup_join::{FlussLookupJoinExec, LookupJoinRule};

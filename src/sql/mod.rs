@@ -58,8 +58,8 @@ use self::error::from_datafusion;
 use self::statement::{Statement, parse_statement};
 use crate::error::{Error, Result};
 use crate::provider::{
-    FlussCatalog, FlussOptions, LOG_BETWEEN, LogBetweenFunction, LookupJoinRule, TimeTravelPlanner,
-    fluss_table_of, with_write_rule,
+    CooperativeJoinsRule, FlussCatalog, FlussOptions, LOG_BETWEEN, LogBetweenFunction,
+    LookupJoinRule, TimeTravelPlanner, fluss_table_of, with_write_rule,
 };
 use crate::source::prefetch::{with_tables_confirmed, with_tables_prefetched};
 use crate::source::{FlussSource, FlussTable, FlussWriter};
@@ -198,6 +198,56 @@ impl StatementResult {
     }
 }
 
+/// What one statement produced, a query's rows still to be read
+/// ([`FlussSession::execute_statement_stream`]).
+pub enum StatementOutput {
+    /// A query's rows, produced as the stream is polled: dropping it stops the query.
+    Rows {
+        /// The rows.
+        stream: datafusion::execution::SendableRecordBatchStream,
+        /// Something the user should know about the query (a shell prints it apart
+        /// from the rows).
+        notice: Option<String>,
+    },
+    /// A statement that ran to its end, with its rows if it has any.
+    Done(StatementResult),
+}
+
+impl StatementOutput {
+    /// The output with `notice`, when there is one, as its notice.
+    fn with_notice(mut self, notice: Option<String>) -> Self {
+        if let Some(notice) = notice {
+            match &mut self {
+                Self::Rows { notice: kept, .. } => *kept = Some(notice),
+                Self::Done(result) => result.notice = Some(notice),
+            }
+        }
+        self
+    }
+}
+
+impl std::fmt::Debug for StatementOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Rows { stream, notice } => f
+                .debug_struct("Rows")
+                .field("schema", &stream.schema())
+                .field("notice", notice)
+                .finish(),
+            Self::Done(result) => f.debug_tuple("Done").field(result).finish(),
+        }
+    }
+}
+
+/// How a statement's rows are handed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// Collected: every row in memory when the statement returns.
+    Collect,
+    /// As a stream a query produces as it is read.
+    Stream,
+}
+
 /// A SQL session over a LocalStore.
 #[derive(Clone)]
 pub struct FlussSession {
@@ -279,6 +329,8 @@ impl FlussSession {
             .with_runtime_env(runtime)
             .with_default_features()
             .with_physical_optimizer_rule(Arc::new(LookupJoinRule))
+            // after the lookup rule, which looks for bare hash joins
+            .with_physical_optimizer_rule(Arc::new(CooperativeJoinsRule))
             .with_analyzer_rules(crate::checked::with_checked_arithmetic(&with_write_rule(
                 &Analyzer::new().rules,
             )))
@@ -348,18 +400,38 @@ impl FlussSession {
     /// on a thread of its own with a large stack (and its own single-threaded
     /// runtime); everything else runs in place.
     pub async fn execute_statement(&self, sql: &str) -> Result<StatementResult> {
-        let depth = parse::expression_depth(sql)?;
-        if depth > MAX_EXPRESSION_DEPTH {
-            return Err(Error::invalid_input(format!(
-                "the statement nests expressions {depth} levels deep (at most \
-                 {MAX_EXPRESSION_DEPTH}: planning time grows with the square of an operator \
-                 chain's length; write a long OR of equalities as IN (...), or split the \
-                 expression over subqueries)"
-            )));
-        }
-        if depth <= SHALLOW_EXPRESSION_DEPTH {
+        if checked_depth(sql)? <= SHALLOW_EXPRESSION_DEPTH {
             return self.run_statement(sql).await;
         }
+        self.run_deep_statement(sql).await
+    }
+
+    /// Runs one statement as [`FlussSession::execute_statement`] does, but hands a
+    /// query's rows over as a stream instead of collecting them: a reader that shows
+    /// rows as they come (the shell) holds one batch at a time, and dropping the
+    /// stream stops the query. Everything else (DDL, writes, `SET`, `USE`, `SHOW
+    /// DATABASES`, an `EXPLAIN` the session renders itself) runs to its end and comes
+    /// back [`StatementOutput::Done`], as does a statement nested deep enough to be
+    /// planned on a thread of its own (its rows are collected there).
+    pub async fn execute_statement_stream(&self, sql: &str) -> Result<StatementOutput> {
+        if checked_depth(sql)? > SHALLOW_EXPRESSION_DEPTH {
+            return self
+                .run_deep_statement(sql)
+                .await
+                .map(StatementOutput::Done);
+        }
+        match parse_statement(sql)? {
+            Statement::Query(query) => Ok(self
+                .query_output(&query, Delivery::Stream)
+                .await?
+                .with_notice(query_notice(&query))),
+            _ => self.run_statement(sql).await.map(StatementOutput::Done),
+        }
+    }
+
+    /// Runs a statement nested too deep for the caller's stack on a thread of its
+    /// own with a large stack and its own single-threaded runtime.
+    async fn run_deep_statement(&self, sql: &str) -> Result<StatementResult> {
         let (done, result) = tokio::sync::oneshot::channel();
         let (session, sql) = (self.clone(), sql.to_string());
         std::thread::Builder::new()
@@ -505,22 +577,7 @@ impl FlussSession {
             }
             Statement::Query(sql) => {
                 let mut result = self.query(&sql).await?;
-                if let Some(kind) = statement::session_object(&sql) {
-                    result.notice = Some(format!(
-                        "the {kind} lasts for this session only: it is not stored in the Fluss catalog"
-                    ));
-                }
-                let hints: Vec<String> = parse::hints(&sql)
-                    .into_iter()
-                    .filter(|h| applied_hint_options(h).is_empty())
-                    .collect();
-                if !hints.is_empty() {
-                    result.notice = Some(format!(
-                        "hints are not applied: /*+ {} */ (every read here is the union of \
-                         the lake snapshot and the log tail as of planning)",
-                        hints.join(" ")
-                    ));
-                }
+                result.notice = query_notice(&sql);
                 Ok(result)
             }
             Statement::ShowCreateTable { name, sql } => {
@@ -595,7 +652,7 @@ impl FlussSession {
         Ok((state, hinted))
     }
 
-    /// Plans a query (`SELECT`, `WITH`, `VALUES`, `EXPLAIN`, `SHOW`) as
+    /// Plans a query (`SELECT`, `WITH`, `VALUES`, `EXPLAIN`) as
     /// [`FlussSession::query`] does, hints included, and returns its rows as a stream
     /// instead of collecting them: for readers that consume rows as they come (the
     /// Python package's `RecordBatchReader`). Statements that change something run
@@ -611,23 +668,17 @@ impl FlussSession {
                 "only a query streams its rows; run statements that change something with execute",
             ));
         }
-        let statement = explicit_casts::keep_explicit_casts(statement);
-        let tables = self.fluss_tables_of(&state, &statement)?;
-        let run = || async {
-            self.catalog.take_listing_error();
-            let plan = state
-                .statement_to_plan(statement.clone())
-                .await
+        match self.query_output(sql, Delivery::Stream).await? {
+            StatementOutput::Rows { stream, .. } => Ok(stream),
+            StatementOutput::Done(result) => {
+                let rows = datafusion::physical_plan::memory::MemoryStream::try_new(
+                    result.batches,
+                    result.schema,
+                    None,
+                )
                 .map_err(from_datafusion)?;
-            datafusion::dataframe::DataFrame::new(state.clone(), plan)
-                .execute_stream()
-                .await
-                .map_err(from_datafusion)
-        };
-        let max_age = metadata_max_age(&state);
-        match with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await {
-            Ok(stream) => Ok(stream),
-            Err(e) => Err(self.failure_among(&tables, e).await),
+                Ok(Box::pin(rows))
+            }
         }
     }
 
@@ -645,27 +696,39 @@ impl FlussSession {
     /// failed (`SHOW TABLES`, `information_schema` on an unreachable cluster) fails
     /// it, instead of answering as if the catalog were empty.
     pub async fn query(&self, sql: &str) -> Result<StatementResult> {
-        // `SessionContext::sql`, with the statement's Fluss tables fetched together
+        match self.query_output(sql, Delivery::Collect).await? {
+            StatementOutput::Done(result) => Ok(result),
+            StatementOutput::Rows { .. } => Err(Error::internal(
+                "a statement asked to be collected came back as a stream",
+            )),
+        }
+    }
+
+    /// Plans and runs a statement through DataFusion (`SessionContext::sql`, with the
+    /// statement's Fluss tables fetched together). A query's rows come as a stream
+    /// when `delivery` asks for one; anything that changes something runs to its end.
+    async fn query_output(&self, sql: &str, delivery: Delivery) -> Result<StatementOutput> {
         let (state, hinted) = self.hinted_state(sql)?;
         let statement = dialect::parse_statement(&state, sql).map_err(from_datafusion)?;
         let statement = explicit_casts::keep_explicit_casts(update_from::as_merge(statement));
         let tables = self.fluss_tables_of(&state, &statement)?;
-        let run = || self.plan_and_collect(&state, statement.clone(), hinted);
-        let outcome = if statement::reads_only(&statement) {
+        let reads_only = statement::reads_only(&statement);
+        let delivery = if reads_only {
+            delivery
+        } else {
+            Delivery::Collect
+        };
+        let run = || self.plan_and_run(&state, statement.clone(), hinted, delivery);
+        let outcome = if reads_only {
             let max_age = metadata_max_age(&state);
             with_tables_confirmed(self.source.as_ref(), &tables, max_age, run).await
         } else {
             with_tables_prefetched(self.source.as_ref(), &tables, run()).await
         };
-        let (schema, batches) = match outcome {
-            Ok(rows) => rows,
-            Err(e) => return Err(self.failure_among(&tables, e).await),
-        };
-        Ok(StatementResult {
-            schema,
-            batches,
-            notice: None,
-        })
+        match outcome {
+            Ok(output) => Ok(output),
+            Err(e) => Err(self.failure_among(&tables, e).await),
+        }
     }
 
     /// `CREATE TABLE t [(PRIMARY KEY ...)] [WITH (...)] AS query`: a table with the
@@ -771,13 +834,15 @@ impl FlussSession {
         None
     }
 
-    /// Plans and runs one DataFusion statement, and collects its rows.
-    async fn plan_and_collect(
+    /// Plans and runs one DataFusion statement: its rows collected, or as a stream
+    /// when `delivery` asks for one.
+    async fn plan_and_run(
         &self,
         state: &datafusion::execution::SessionState,
         statement: datafusion::sql::parser::Statement,
         hinted: bool,
-    ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        delivery: Delivery,
+    ) -> Result<StatementOutput> {
         // an error of an earlier listing is not this statement's
         self.catalog.take_listing_error();
         let plan = state
@@ -787,7 +852,12 @@ impl FlussSession {
         if let (Some(render), LogicalPlan::Explain(explain)) = (&self.explain_renderer, &plan)
             && !explain.verbose
         {
-            return self.rendered_explain(state, &explain.plan, render).await;
+            let (schema, batches) = self.rendered_explain(state, &explain.plan, render).await?;
+            return Ok(StatementOutput::Done(StatementResult {
+                schema,
+                batches,
+                notice: None,
+            }));
         }
         // a statement whose hints set options runs on its own state; DDL and SET
         // change the session, so they always go through it
@@ -805,11 +875,45 @@ impl FlussSession {
                 .map_err(from_datafusion)?
         };
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        if delivery == Delivery::Stream {
+            let stream = df.execute_stream().await.map_err(from_datafusion)?;
+            return Ok(StatementOutput::Rows {
+                stream: self.listing_checked_at_end(stream),
+                notice: None,
+            });
+        }
         let batches = df.collect().await.map_err(from_datafusion)?;
         if let Some(e) = self.catalog.take_listing_error() {
-            return Err(e.with_context("statement", "listing the catalog"));
+            return Err(listing_failed(e));
         }
-        Ok((schema, batches))
+        Ok(StatementOutput::Done(StatementResult {
+            schema,
+            batches,
+            notice: None,
+        }))
+    }
+
+    /// `stream`, failing at its end when a catalog listing it made failed (as a
+    /// collected statement does).
+    fn listing_checked_at_end(
+        &self,
+        stream: datafusion::execution::SendableRecordBatchStream,
+    ) -> datafusion::execution::SendableRecordBatchStream {
+        use futures::StreamExt;
+        let catalog = self.catalog.clone();
+        let schema = stream.schema();
+        let end = futures::stream::once(async move {
+            catalog
+                .take_listing_error()
+                .map(|e| Err(datafusion::error::DataFusionError::from(listing_failed(e))))
+        })
+        .filter_map(futures::future::ready);
+        Box::pin(
+            datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+                schema,
+                stream.chain(end),
+            ),
+        )
     }
 
     /// `EXPLAIN` of `plan` as DataFusion shows it (a `plan_type` and a `plan`
@@ -955,4 +1059,43 @@ fn metadata_max_age(state: &datafusion::execution::SessionState) -> std::time::D
         .get::<FlussOptions>()
         .map_or(0, |o| o.metadata_max_age_ms);
     std::time::Duration::from_millis(millis)
+}
+
+/// The error of a statement whose catalog listing failed with `e`.
+fn listing_failed(e: Error) -> Error {
+    e.with_context("statement", "listing the catalog")
+}
+
+/// The depth `sql` nests expressions to, or the error refusing a statement nested
+/// deeper than [`MAX_EXPRESSION_DEPTH`].
+fn checked_depth(sql: &str) -> Result<usize> {
+    let depth = parse::expression_depth(sql)?;
+    if depth > MAX_EXPRESSION_DEPTH {
+        return Err(Error::invalid_input(format!(
+            "the statement nests expressions {depth} levels deep (at most \
+             {MAX_EXPRESSION_DEPTH}: planning time grows with the square of an operator \
+             chain's length; write a long OR of equalities as IN (...), or split the \
+             expression over subqueries)"
+        )));
+    }
+    Ok(depth)
+}
+
+/// What the user should know about a query that ran: hints it did not apply, or a
+/// session object (an external table, a view) that is not stored in the catalog.
+fn query_notice(sql: &str) -> Option<String> {
+    let hints: Vec<String> = parse::hints(sql)
+        .into_iter()
+        .filter(|h| applied_hint_options(h).is_empty())
+        .collect();
+    if !hints.is_empty() {
+        return Some(format!(
+            "hints are not applied: /*+ {} */ (every read here is the union of the lake \
+             snapshot and the log tail as of planning)",
+            hints.join(" ")
+        ));
+    }
+    statement::session_object(sql).map(|kind| {
+        format!("the {kind} lasts for this session only: it is not stored in the Fluss catalog")
+    })
 }

@@ -937,6 +937,53 @@ async fn a_filtered_log_table_with_a_tail_is_sized_as_its_filtered_lake_says() {
     );
 }
 
+/// `FlussSession::execute_statement_stream` (the shell's path) streams a query's
+/// rows as `execute` collects them, with its notice, and runs everything else to its
+/// end: DDL, writes, and a statement nested deep enough for a thread of its own.
+#[tokio::test]
+async fn a_statement_streams_a_query_and_finishes_the_rest() {
+    use fluss_datafusion::sql::StatementOutput;
+    use futures::TryStreamExt;
+
+    let (_dir, _store, session) = fluss_test_support::local_store::store_from_sql(
+        fluss_test_support::local_store::TIERED_TABLES_SQL,
+    )
+    .await;
+    let sql = "SELECT /*+ BROADCAST(logs) */ * FROM db.logs ORDER BY id";
+    let StatementOutput::Rows { stream, notice } =
+        session.execute_statement_stream(sql).await.unwrap()
+    else {
+        panic!("a query streams");
+    };
+    assert!(
+        notice.is_some_and(|n| n.contains("hints are not applied")),
+        "the query's notice comes with its rows"
+    );
+    let streamed: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+    assert_eq!(
+        pretty_format_batches(&streamed).unwrap().to_string(),
+        pretty_format_batches(&session.execute(sql).await.unwrap())
+            .unwrap()
+            .to_string()
+    );
+    for finished in [
+        "CREATE TABLE db.streamed (id BIGINT) WITH ('bucket.num' = '1')",
+        "INSERT INTO db.streamed VALUES (1), (2)",
+        "SHOW DATABASES",
+    ] {
+        match session.execute_statement_stream(finished).await.unwrap() {
+            StatementOutput::Done(_) => {}
+            StatementOutput::Rows { .. } => panic!("{finished} streamed"),
+        }
+    }
+    // a chain of 400 additions: past the depth planned on the caller's stack
+    let deep = format!("SELECT {} AS v", vec!["1"; 400].join("+"));
+    match session.execute_statement_stream(&deep).await.unwrap() {
+        StatementOutput::Done(result) => assert_eq!(result.num_rows(), 1),
+        StatementOutput::Rows { .. } => panic!("a deep statement is collected on its thread"),
+    }
+}
+
 /// `FlussSession::query_stream` (what the Python package's `RecordBatchReader` pulls
 /// from) answers a union read as `execute` does, hints included, and refuses a
 /// statement that changes something.

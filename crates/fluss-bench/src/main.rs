@@ -167,10 +167,11 @@ struct Args {
     /// Only these `--tpch` queries (`q1,q6`; default all 22).
     #[arg(long, value_delimiter = ',')]
     tpch_queries: Vec<String>,
-    /// Bytes a task of `--tpch-distributed` reads (the shell's `--worker-task-bytes`):
-    /// one task per this many bytes of a scan, at most one per bucket or split.
-    #[arg(long, default_value_t = 128 << 20)]
-    worker_task_bytes: u64,
+    /// Bytes a task of `--tpch-distributed` reads (the shell's `--worker-task-bytes`),
+    /// e.g. 64m: one task per this many bytes of a scan, at most one per bucket or
+    /// split.
+    #[arg(long, value_parser = fluss_distributed::parse_size, default_value = "128m")]
+    worker_task_bytes: usize,
     /// Serve `--tpch-distributed`'s workers in the benchmark's own process (no
     /// `fluss-worker` build needed; the rows still travel over loopback gRPC).
     #[arg(long)]
@@ -1256,7 +1257,7 @@ async fn run_tpch_distributed(args: &Args, workers: usize) -> BenchResult<()> {
         data_dir: data_dir.clone(),
         queries: args.tpch_queries.clone(),
         options: args.distributed_option.clone(),
-        task_bytes: args.worker_task_bytes,
+        task_bytes: args.worker_task_bytes as u64,
         in_process: args.in_process_workers,
         plans_dir: args.out.join("tpch-distributed-plans"),
     };

@@ -44,7 +44,7 @@ use datafusion_distributed::{
 };
 use fluss_datafusion::distributed::{FlussPhysicalCodec, PlanSources, scan_size, split_scan};
 use fluss_datafusion::sql::{ExplainRenderer, StateHook};
-use fluss_datafusion::{Error, Result};
+use fluss_datafusion::{Error, ErrorKind, Result};
 use url::Url;
 
 mod local_worker;
@@ -106,6 +106,37 @@ pub fn parse_key_value(s: &str) -> std::result::Result<(String, String), String>
     }
 }
 
+/// A size in bytes as the shell, the worker and the benchmark take them on their
+/// command lines (`--memory-limit`, `--worker-task-bytes`): plain bytes (`1048576`),
+/// or a number with a binary unit, `k`, `m`, `g` or `t`, an optional `b` or `ib`
+/// after it, in any case (`512m`, `1.5g`, `64MiB`).
+pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let number = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
+    let (digits, shift) = match number.chars().last() {
+        Some('k') => (&number[..number.len() - 1], 10),
+        Some('m') => (&number[..number.len() - 1], 20),
+        Some('g') => (&number[..number.len() - 1], 30),
+        Some('t') => (&number[..number.len() - 1], 40),
+        _ => (number, 0),
+    };
+    let value: f64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size like 1048576, 512m, 1.5g or 2GiB"))?;
+    let bytes = value * (1u64 << shift) as f64;
+    if !(bytes.is_finite() && bytes >= 1.0) {
+        return Err(format!("'{s}' is not a positive size"));
+    }
+    if bytes > usize::MAX as f64 {
+        return Err(format!("'{s}' is larger than this machine can address"));
+    }
+    Ok(bytes as usize)
+}
+
 /// Worker addresses from `host:port,host:port` (a scheme, `http://`, is optional).
 pub fn parse_workers(list: &str) -> Result<Vec<Url>> {
     let urls = list
@@ -128,6 +159,56 @@ pub fn parse_workers(list: &str) -> Result<Vec<Url>> {
         return Err(Error::invalid_input("no worker address given"));
     }
     Ok(urls)
+}
+
+/// How long a worker may take to accept a connection before it counts as down.
+const WORKER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether a worker accepts connections at `url`: `None` when it does, else why not.
+pub async fn unreachable_reason(url: &Url) -> Option<String> {
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return Some("the address names no host and port".to_string());
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let connect = tokio::net::TcpStream::connect((host, port));
+    match tokio::time::timeout(WORKER_CONNECT_TIMEOUT, connect).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some(format!(
+            "no answer within {}s",
+            WORKER_CONNECT_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// Checks that a worker answers at each of `workers` (all at once), failing with
+/// an error that names the first that does not.
+pub async fn check_workers(workers: &[Url]) -> Result<()> {
+    let checks = workers
+        .iter()
+        .map(|url| async move { unreachable_reason(url).await.map(|why| (url, why)) });
+    let down = futures::future::join_all(checks).await;
+    match down.into_iter().flatten().next() {
+        None => Ok(()),
+        Some((url, why)) => {
+            let name = worker_name(url);
+            Err(Error::new(
+                ErrorKind::Io,
+                format!(
+                    "no worker answers at {name} ({why}); start one there with \
+                     fluss-worker --listen {name}, or leave it out of --workers"
+                ),
+            ))
+        }
+    }
+}
+
+/// A worker's address as the user wrote it: `host:port`.
+pub(crate) fn worker_name(url: &Url) -> String {
+    match (url.host_str(), url.port_or_known_default()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        _ => url.to_string(),
+    }
 }
 
 /// The number of tasks a Fluss scan leaf asks for.
@@ -276,6 +357,26 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_one_way() {
+        for (text, bytes) in [
+            ("1048576", 1 << 20),
+            ("1g", 1 << 30),
+            ("1G", 1 << 30),
+            ("512m", 512 << 20),
+            ("512MB", 512 << 20),
+            ("64MiB", 64 << 20),
+            ("1.5g", 3 << 29),
+            (" 4k ", 4096),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for bad in ["", "g", "-1g", "0", "1x", "lots", "nan"] {
+            let e = parse_size(bad).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn small_build_sides_are_broadcast_unless_the_session_allows_more() {

@@ -13,36 +13,35 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::borrow::Cow;
-use std::io::{IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod complete;
 mod demo;
 mod logging;
 mod print;
+mod running;
 
 use clap::Parser;
+use complete::ShellHelper;
 use demo::{DEMO_DATABASE, SUGGESTED_QUERIES, create_demo};
 use fluss_datafusion::distributed::PlanSources;
-use fluss_datafusion::error::{Error, ErrorKind, Result};
+use fluss_datafusion::error::{Error, Result};
 use fluss_datafusion::source::{
     ClusterOptions, ClusterSource, FlussSource, LocalStore, LocalStoreOptions,
 };
 use fluss_datafusion::sql::{
-    FlussSession, SessionOptions, StatementResult, describe_table, is_complete, list_tables,
-    one_line, parse_object_name, split_statements,
+    FlussSession, SessionOptions, describe_table, is_complete, list_tables, one_line,
+    parse_object_name, split_statements,
 };
-use print::{PrintFormat, format_batches};
-use rustyline::completion::{Completer, Pair};
+use print::{PrintFormat, Printed, ResultPrinter, Wanted};
+use running::{Produced, Running, run_task};
+use rustyline::Editor;
 use rustyline::error::ReadlineError;
-use rustyline::highlight::Highlighter;
-use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Context, Editor, Helper};
 use tokio::runtime::Runtime;
 
 /// Command-line options.
@@ -63,10 +62,14 @@ struct Args {
     /// Run the statements of a file and exit; repeatable.
     #[arg(short = 'f', long = "file")]
     file: Vec<PathBuf>,
-    /// Output format.
+    /// Output format. Rows print as they come, in every format; the table sizes its
+    /// columns from its first 1,000 rows and cuts a wider later cell to fit (ending
+    /// in …). JSON writes NULL as null and decimals as exact numbers with every digit
+    /// (1.50), as DuckDB does: read them with a decimal-aware parser.
     #[arg(long, default_value = "table", value_parser = parse_format)]
     format: PrintFormat,
-    /// Rows shown by the table format: a number or `inf` (default 40 interactive, inf otherwise).
+    /// Rows shown by the table and expanded formats: a number or `inf` (default 40
+    /// interactive, inf otherwise). Reading stops past them: the rest is not counted.
     #[arg(long, value_parser = parse_maxrows)]
     maxrows: Option<MaxRows>,
     /// No banner, no row counts or timings.
@@ -83,7 +86,7 @@ struct Args {
     #[arg(short = 'd', long)]
     database: Option<String>,
     /// Memory limit of the query engine, e.g. 512m, 2g.
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = fluss_distributed::parse_size)]
     memory_limit: Option<usize>,
     /// Number of partitions queries are planned with (default: cores).
     #[arg(long)]
@@ -124,12 +127,13 @@ struct Args {
     log_file: Option<PathBuf>,
     /// Run queries distributed over `fluss-worker`s (`host:port,host:port`), each
     /// started with the same source (`--store` or `--bootstrap-servers`); EXPLAIN
-    /// shows the stages and their tasks.
+    /// shows the stages and their tasks. Every address must answer at start-up.
+    /// With one worker queries run in the shell (a stage is split over two or more).
     #[arg(long)]
     workers: Option<String>,
     /// Bytes a distributed scan's task reads, e.g. 64m (with --workers): one task
     /// per this many bytes, at most one per bucket or split and per worker.
-    #[arg(long, value_parser = parse_size, default_value = "128m")]
+    #[arg(long, value_parser = fluss_distributed::parse_size, default_value = "128m")]
     worker_task_bytes: usize,
 }
 
@@ -172,24 +176,35 @@ fn parse_maxrows(s: &str) -> std::result::Result<MaxRows, String> {
         .map_err(|_| format!("'{s}' is not a number or 'inf'"))
 }
 
-fn parse_size(s: &str) -> std::result::Result<usize, String> {
-    let lower = s.trim().to_ascii_lowercase();
-    let lower = lower.trim_end_matches('b');
-    let (digits, factor) = match lower.chars().last() {
-        Some('k') => (&lower[..lower.len() - 1], 1usize << 10),
-        Some('m') => (&lower[..lower.len() - 1], 1 << 20),
-        Some('g') => (&lower[..lower.len() - 1], 1 << 30),
-        Some('t') => (&lower[..lower.len() - 1], 1 << 40),
-        _ => (lower, 1),
-    };
-    let value: f64 = digits
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size like 512m or 2g"))?;
-    if !(value.is_finite() && value > 0.0) {
-        return Err(format!("'{s}' is not a positive size"));
+/// Bytes of output gathered before a write: rows go out a batch at a time, not a
+/// line at a time.
+const OUTPUT_BUFFER: usize = 64 << 10;
+
+/// An output that remembers whether its reader went away (a closed pipe).
+struct PipeAware<W: Write> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> PipeAware<W> {
+    fn noted<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            self.closed |= e.kind() == std::io::ErrorKind::BrokenPipe;
+        }
+        result
     }
-    Ok((value * factor as f64) as usize)
+}
+
+impl<W: Write> Write for PipeAware<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(buf);
+        self.noted(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.inner.flush();
+        self.noted(flushed)
+    }
 }
 
 /// Shell state that meta-commands change.
@@ -221,6 +236,8 @@ const HELP: &str = r#"Meta-commands:
   \?              this help
   \q              quit
 Ctrl-C cancels the running statement (the shell stays); at the prompt it clears the line.
+A second Ctrl-C within 2 s of one that cancelled quits (exit status 130).
+Rows print as they come; --maxrows stops the reading once that many are shown.
 SQL (end statements with ';'):
   SELECT / EXPLAIN / COPY (SELECT ...) TO 'out.parquet' / SET / SHOW TABLES   (DataFusion)
   CREATE DATABASE [IF NOT EXISTS] db        DROP DATABASE [IF EXISTS] db [CASCADE]
@@ -240,7 +257,7 @@ SQL (end statements with ';'):
 Time travel:
   SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2026-01-01 10:00:00'  (or TIMESTAMP AS OF;
       the rows as they were then; times without a zone are UTC; epoch millis too)
-  SELECT * FROM t VERSION AS OF 3       (the union at readable lake snapshot 3, log to now)
+  SELECT * FROM t VERSION AS OF 3       (the table as readable lake snapshot 3 recorded it)
   SELECT * FROM "t$lake" VERSION AS OF 3 / TIMESTAMP AS OF ...   (a lake snapshot alone)
   SELECT * FROM fluss_log_between('db.t', start [, end])  (rows committed in [start, end))
 Primary-key tables on a cluster (Fluss 1.0):
@@ -248,42 +265,74 @@ Primary-key tables on a cluster (Fluss 1.0):
       (the tablet servers' current rows, bucket by bucket; or SET fluss.kv_batch_strategy)"#;
 
 impl Shell {
-    /// Prints a result, at most `--maxrows` rows of it when `limited` (never for
-    /// EXPLAIN or `\d`, whose rows are one answer).
+    /// Prints a result that is in memory, at most `--maxrows` rows of it when
+    /// `limited` (never for EXPLAIN or `\d`, whose rows are one answer).
     fn print(
         &mut self,
         schema: &datafusion::arrow::datatypes::SchemaRef,
         batches: &[datafusion::arrow::array::RecordBatch],
         limited: bool,
-    ) -> Result<()> {
-        let maxrows = self.maxrows.filter(|_| limited);
+    ) -> Result<Printed> {
+        let mut printer = self.printer(schema.clone(), limited);
+        self.write_with(|out| {
+            for batch in batches {
+                if printer.push(batch, out)? == Wanted::Enough {
+                    break;
+                }
+            }
+            Ok(())
+        })?;
+        self.write_with(|out| printer.finish(out))
+    }
+
+    /// A printer of rows of `schema` in the shell's format, limited to `--maxrows`
+    /// when `limited`.
+    fn printer(
+        &self,
+        schema: datafusion::arrow::datatypes::SchemaRef,
+        limited: bool,
+    ) -> ResultPrinter {
         let format = if self.expanded {
             PrintFormat::Expanded
         } else {
             self.format
         };
-        let text = format_batches(format, schema, batches, maxrows)?;
-        let written = match &mut self.output {
-            Some(file) => file.write_all(text.as_bytes()).and_then(|_| file.flush()),
-            None => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(text.as_bytes()).and_then(|_| out.flush())
-            }
-        };
-        match written {
-            // `fluss-sql -c ... | head`: the reader has what it wanted
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
-            other => Ok(other?),
-        }
+        ResultPrinter::new(format, schema, self.maxrows.filter(|_| limited))
     }
 
-    fn summary(&self, rows: Option<usize>, elapsed: Duration) {
+    /// Runs `write` on the output (`\o` file or stdout), buffered and flushed after.
+    /// A closed pipe (`fluss-sql -c ... | head`) ends the shell quietly: the reader
+    /// has what it wanted.
+    fn write_with<T>(&mut self, write: impl FnOnce(&mut dyn Write) -> Result<T>) -> Result<T> {
+        let stdout = std::io::stdout();
+        let target: Box<dyn Write + '_> = match &mut self.output {
+            Some(file) => Box::new(file),
+            None => Box::new(stdout.lock()),
+        };
+        let mut out = PipeAware {
+            inner: BufWriter::with_capacity(OUTPUT_BUFFER, target),
+            closed: false,
+        };
+        let written = write(&mut out).and_then(|value| {
+            out.flush()?;
+            Ok(value)
+        });
+        if out.closed {
+            std::process::exit(0);
+        }
+        written
+    }
+
+    /// Prints the row count (and time) on stderr: `N rows shown` when `--maxrows`
+    /// stopped the reading, as the rest was not counted.
+    fn summary(&self, printed: Option<Printed>, elapsed: Duration) {
         if self.quiet {
             return;
         }
-        let what = match rows {
-            Some(1) => "1 row".to_string(),
-            Some(n) => format!("{n} rows"),
+        let what = match printed {
+            Some(Printed { rows, cut: true }) => format!("{rows} rows shown"),
+            Some(Printed { rows: 1, .. }) => "1 row".to_string(),
+            Some(Printed { rows, .. }) => format!("{rows} rows"),
             None => "OK".to_string(),
         };
         if self.timing {
@@ -357,58 +406,67 @@ impl Shell {
         Ok(true)
     }
 
+    /// Runs one statement, printing a query's rows as they come.
     fn statement(&mut self, sql: &str) -> Result<()> {
         let start = Instant::now();
+        let explain = sql
+            .trim_start()
+            .get(..7)
+            .is_some_and(|w| w.eq_ignore_ascii_case("explain"));
         let session = self.session.clone();
-        let owned = sql.to_string();
-        let result: StatementResult =
-            self.block_on_with_spinner(async move { session.execute_statement(&owned).await })?;
-        let elapsed = start.elapsed();
-        if let Some(notice) = &result.notice {
+        let mut running = Running::start(&self.runtime, session, sql.to_string(), self.interactive);
+        let (schema, notice) = match running.next(&self.runtime, self.spinner)? {
+            Produced::Done(result) => {
+                if let Some(notice) = &result.notice {
+                    eprintln!("Notice: {notice}");
+                }
+                let printed = match result.has_columns() {
+                    true => Some(self.print(&result.schema, &result.batches, !explain)?),
+                    false => None,
+                };
+                self.summary(printed, start.elapsed());
+                return Ok(());
+            }
+            Produced::Rows { schema, notice } => (schema, notice),
+            Produced::Batch(_) | Produced::End => {
+                return Err(Error::internal(
+                    "a statement's rows came before their schema",
+                ));
+            }
+        };
+        if let Some(notice) = &notice {
             eprintln!("Notice: {notice}");
         }
-        if result.has_columns() {
-            let explain = sql
-                .trim_start()
-                .get(..7)
-                .is_some_and(|w| w.eq_ignore_ascii_case("explain"));
-            self.print(&result.schema, &result.batches, !explain)?;
-            self.summary(Some(result.num_rows()), elapsed);
-        } else {
-            self.summary(None, elapsed);
+        let mut printer = self.printer(schema, !explain);
+        // the spinner runs until the first rows come (an aggregate's may take long)
+        let mut waiting_for_rows = self.spinner;
+        loop {
+            match running.next(&self.runtime, waiting_for_rows)? {
+                Produced::Batch(batch) => {
+                    waiting_for_rows = false;
+                    if self.write_with(|out| printer.push(&batch, out))? == Wanted::Enough {
+                        break;
+                    }
+                }
+                Produced::End => break,
+                Produced::Done(_) | Produced::Rows { .. } => {
+                    return Err(Error::internal("a statement answered twice"));
+                }
+            }
         }
+        // the rows not read are not made
+        drop(running);
+        let printed = self.write_with(|out| printer.finish(out))?;
+        self.summary(Some(printed), start.elapsed());
         Ok(())
     }
 
-    fn block_on_with_spinner<T: Send + 'static>(
+    /// Runs `future` on the runtime, with the spinner and Ctrl-C of a statement.
+    fn run_task<T: Send + 'static>(
         &self,
         future: impl std::future::Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
-        // At the prompt Ctrl-C stops the statement, not the shell (as psql and
-        // datafusion-cli do): the statement's future is dropped, which cancels its
-        // scans; a write stops before its commit or is recovered as after a crash.
-        let interactive = self.interactive;
-        let future = async move {
-            if !interactive {
-                return future.await;
-            }
-            tokio::select! {
-                result = future => result,
-                _ = tokio::signal::ctrl_c() => Err(Error::new(
-                    ErrorKind::Cancelled,
-                    "statement cancelled (Ctrl-C)",
-                )),
-            }
-        };
-        if !self.spinner {
-            return self.runtime.block_on(future);
-        }
-        let (done, wait) = mpsc::channel::<()>();
-        let spinner = std::thread::spawn(move || spin(wait));
-        let result = self.runtime.block_on(future);
-        let _ = done.send(());
-        let _ = spinner.join();
-        result
+        run_task(&self.runtime, future, self.interactive, self.spinner)
     }
 
     fn meta(&mut self, command: &str) -> Result<bool> {
@@ -514,252 +572,6 @@ impl Shell {
     }
 }
 
-/// Draws a spinner on stderr once a query has run for a second, until told to stop.
-fn spin(stop: mpsc::Receiver<()>) {
-    if stop.recv_timeout(Duration::from_secs(1)).is_ok() {
-        return;
-    }
-    let start = Instant::now() - Duration::from_secs(1);
-    let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-    let mut i = 0;
-    loop {
-        eprint!(
-            "\r{} running... {:.1}s ",
-            frames[i % frames.len()],
-            start.elapsed().as_secs_f64()
-        );
-        i += 1;
-        match stop.recv_timeout(Duration::from_millis(100)) {
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            _ => break,
-        }
-    }
-    eprint!("\r\x1b[2K");
-}
-
-/// SQL keywords offered by tab completion.
-const KEYWORDS: &[&str] = &[
-    "SELECT",
-    "FROM",
-    "WHERE",
-    "GROUP",
-    "BY",
-    "ORDER",
-    "HAVING",
-    "LIMIT",
-    "OFFSET",
-    "JOIN",
-    "LEFT",
-    "RIGHT",
-    "FULL",
-    "INNER",
-    "OUTER",
-    "CROSS",
-    "ON",
-    "USING",
-    "AS",
-    "AND",
-    "OR",
-    "NOT",
-    "NULL",
-    "IS",
-    "IN",
-    "BETWEEN",
-    "LIKE",
-    "ILIKE",
-    "CASE",
-    "WHEN",
-    "THEN",
-    "ELSE",
-    "END",
-    "DISTINCT",
-    "UNION",
-    "ALL",
-    "WITH",
-    "VALUES",
-    "INSERT",
-    "INTO",
-    "DELETE",
-    "CREATE",
-    "DROP",
-    "TABLE",
-    "DATABASE",
-    "SCHEMA",
-    "IF",
-    "EXISTS",
-    "PRIMARY",
-    "KEY",
-    "ENFORCED",
-    "PARTITIONED",
-    "CASCADE",
-    "EXPLAIN",
-    "ANALYZE",
-    "COPY",
-    "TO",
-    "SET",
-    "SHOW",
-    "TABLES",
-    "DATABASES",
-    "USE",
-    "CALL",
-    "DESC",
-    "ASC",
-    "COUNT",
-    "SUM",
-    "AVG",
-    "MIN",
-    "MAX",
-    "CAST",
-    "DATE",
-    "TIMESTAMP",
-    "INTERVAL",
-    "BOOLEAN",
-    "TINYINT",
-    "SMALLINT",
-    "INT",
-    "BIGINT",
-    "FLOAT",
-    "DOUBLE",
-    "DECIMAL",
-    "STRING",
-    "VARCHAR",
-    "CHAR",
-    "TIME",
-    "TIMESTAMP_LTZ",
-    "BYTES",
-    "BINARY",
-    "TRUE",
-    "FALSE",
-];
-
-/// Tab completion, multi-line input until `;`.
-struct ShellHelper {
-    names: Arc<Mutex<Option<Vec<String>>>>,
-    session: FlussSession,
-    handle: tokio::runtime::Handle,
-}
-
-impl ShellHelper {
-    /// Catalog, database, table and column names (loaded on first use, reloaded
-    /// after DDL).
-    fn names(&self) -> Vec<String> {
-        let Ok(mut guard) = self.names.lock() else {
-            return Vec::new();
-        };
-        if guard.is_none() {
-            let session = self.session.clone();
-            let loaded = self
-                .handle
-                .block_on(async move { load_names(&session).await })
-                .unwrap_or_default();
-            *guard = Some(loaded);
-        }
-        guard.clone().unwrap_or_default()
-    }
-}
-
-async fn load_names(session: &FlussSession) -> Result<Vec<String>> {
-    let store = session.source();
-    let mut names = vec!["fluss".to_string(), "information_schema".to_string()];
-    for db in store.list_databases().await? {
-        for table in store.list_tables(&db).await?.into_iter().take(500) {
-            let path = fluss::metadata::TablePath::new(db.as_str(), table.as_str());
-            if let Ok(t) = store.get_table(&path).await {
-                names.extend(
-                    t.info
-                        .get_schema()
-                        .column_names()
-                        .into_iter()
-                        .map(str::to_string),
-                );
-            }
-            names.push(table);
-        }
-        names.push(db);
-    }
-    names.sort();
-    names.dedup();
-    Ok(names)
-}
-
-impl Completer for ShellHelper {
-    type Candidate = Pair;
-
-    fn complete(
-        &self,
-        line: &str,
-        pos: usize,
-        _ctx: &Context<'_>,
-    ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        let before = &line[..pos];
-        let start = before
-            .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-            .map_or(0, |i| {
-                i + before[i..].chars().next().map_or(1, char::len_utf8)
-            });
-        let prefix = &before[start..];
-        if prefix.is_empty() {
-            return Ok((start, Vec::new()));
-        }
-        let lower = prefix.to_lowercase();
-        let upper_case = prefix.chars().any(char::is_uppercase);
-        let mut candidates: Vec<Pair> = Vec::new();
-        for name in self.names() {
-            if name.to_lowercase().starts_with(&lower) {
-                candidates.push(Pair {
-                    display: name.clone(),
-                    replacement: name,
-                });
-            }
-        }
-        for keyword in KEYWORDS {
-            if keyword.to_lowercase().starts_with(&lower) {
-                let k = if upper_case {
-                    keyword.to_string()
-                } else {
-                    keyword.to_lowercase()
-                };
-                candidates.push(Pair {
-                    display: k.clone(),
-                    replacement: k,
-                });
-            }
-        }
-        Ok((start, candidates))
-    }
-}
-
-impl Hinter for ShellHelper {
-    type Hint = String;
-}
-
-impl Highlighter for ShellHelper {
-    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
-        &'s self,
-        prompt: &'p str,
-        _default: bool,
-    ) -> Cow<'b, str> {
-        Cow::Borrowed(prompt)
-    }
-}
-
-impl Validator for ShellHelper {
-    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        let input = ctx.input().trim();
-        let done = input.is_empty()
-            || input.starts_with('\\')
-            || matches!(input.to_ascii_lowercase().as_str(), "quit" | "exit")
-            || is_complete(input);
-        Ok(if done {
-            ValidationResult::Valid(None)
-        } else {
-            ValidationResult::Incomplete
-        })
-    }
-}
-
-impl Helper for ShellHelper {}
-
 fn history_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("FLUSS_SQL_HISTORY") {
         return Some(PathBuf::from(p));
@@ -812,7 +624,7 @@ fn print_error(e: &Error) {
     }
 }
 
-fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
+fn interactive(shell: &mut Shell, demo: bool) -> Result<ExitCode> {
     if !shell.quiet {
         println!(
             "fluss-sql {} - store {}, database '{}'. Type \\? for help, \\q to quit.",
@@ -840,6 +652,7 @@ fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
+    running::watch_interrupts(&shell.runtime);
     loop {
         let prompt = format!("fluss:{}> ", shell.session.current_database());
         match editor.readline(&prompt) {
@@ -865,6 +678,10 @@ fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
                     *n = None;
                 }
             }
+            // a second Ctrl-C right after one that cancelled a statement quits
+            Err(ReadlineError::Interrupted) if running::second_ctrl_c() => {
+                return Ok(ExitCode::from(running::INTERRUPTED_STATUS));
+            }
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
             Err(e) => {
@@ -872,7 +689,7 @@ fn interactive(shell: &mut Shell, demo: bool) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The error for a `--store` location that holds no store, suggesting the default
@@ -957,6 +774,13 @@ fn run(args: Args) -> Result<ExitCode> {
             }
         }
         if let Some(workers) = workers {
+            fluss_distributed::check_workers(&workers).await?;
+            if workers.len() == 1 {
+                eprintln!(
+                    "Notice: with one worker queries run in this shell: a stage is split \
+                     over two workers or more"
+                );
+            }
             let sources = Arc::new(PlanSources::new([source.clone()])?);
             options.state_hook = Some(fluss_distributed::coordinator(
                 workers,
@@ -998,9 +822,8 @@ fn run(args: Args) -> Result<ExitCode> {
         let session = shell.session.clone();
         let scale = args.demo_scale.unwrap_or(1.0);
         let orders_lake = args.demo_orders_lake.clone();
-        let summary = shell.block_on_with_spinner(async move {
-            create_demo(&session, &store, scale, &orders_lake).await
-        })?;
+        let summary = shell
+            .run_task(async move { create_demo(&session, &store, scale, &orders_lake).await })?;
         if !summary.created && args.demo_scale.is_some() {
             eprintln!(
                 "Notice: the store has the demo dataset already, so --demo-scale is ignored \
@@ -1048,8 +871,7 @@ fn run(args: Args) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    interactive(&mut shell, args.demo)?;
-    Ok(ExitCode::SUCCESS)
+    interactive(&mut shell, args.demo)
 }
 
 fn main() -> ExitCode {

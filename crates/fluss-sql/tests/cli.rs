@@ -997,3 +997,307 @@ fn workers_run_the_shells_queries() {
     );
     drop(runtime);
 }
+
+/// The pid of the `fluss-sql` whose command line names `store` (a pty test's shell,
+/// which rexpect does not name).
+fn shell_pid(store: &Path) -> u32 {
+    let store = store.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.starts_with(BIN) && cmdline.contains(&store) {
+            return pid;
+        }
+    }
+    panic!("no fluss-sql runs on {store}");
+}
+
+/// How many of process `pid`'s threads are running (state R) now.
+fn running_threads(pid: u32) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process runs");
+    tasks
+        .flatten()
+        .filter(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // `pid (comm) S ...`: the state follows the command's closing parenthesis
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('R'))
+        })
+        .count()
+}
+
+/// Waits (a minute at most) until `pid` has a thread running, or none.
+fn until_threads(pid: u32, running: bool) -> bool {
+    for _ in 0..600 {
+        if (running_threads(pid) > 0) == running {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+/// A store with a table whose cross join with itself runs for hours: 20,000 rows of
+/// strings compared pairwise, then against every nation.
+fn cross_join_store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    sql(
+        dir.path(),
+        "CREATE TABLE orders (o_orderkey BIGINT, o_comment STRING) WITH ('bucket.num' = '2');
+         INSERT INTO orders SELECT value, 'comment number ' || value FROM generate_series(1, 20000);
+         CREATE TABLE nation (n_nationkey BIGINT) WITH ('bucket.num' = '1');
+         INSERT INTO nation SELECT value FROM generate_series(1, 25);",
+    );
+    dir
+}
+
+/// The finding's query: an aggregate over nested-loop joins, CPU-bound for hours.
+const CROSS_JOIN: &str = "SELECT count(*) FROM orders a CROSS JOIN orders b CROSS JOIN nation c \
+                          WHERE a.o_comment < b.o_comment;";
+
+/// A shell running [`CROSS_JOIN`] on one partition: the join and the aggregate that
+/// drains it share one task, which yields only where an operator spends Tokio
+/// budget. Without a yield above the join (the library's `CooperativeJoinsRule`)
+/// that is once per 128 probe batches, minutes here: an abort never lands and the
+/// prompt never comes back (as measured before the rule).
+fn cross_join_shell(store: &Path) -> (rexpect::session::PtySession, u32) {
+    let mut command = Command::new(BIN);
+    command
+        .arg("--store")
+        .arg(store)
+        .args(["--target-partitions", "1"])
+        .env("FLUSS_SQL_HISTORY", store.join("history"))
+        .env("TERM", "dumb");
+    let mut shell = rexpect::session::spawn_command(command, Some(120_000)).expect("spawn");
+    shell.exp_string("fluss:fluss> ").expect("prompt");
+    let pid = shell_pid(store);
+    shell.send_line(CROSS_JOIN).expect("send");
+    assert!(until_threads(pid, true), "the cross join never ran");
+    // at work in the join, past planning
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    (shell, pid)
+}
+
+/// Ctrl-C stops a CPU-bound join under an aggregate: the prompt comes back, and the
+/// query's threads stop running (they are not left burning the cores).
+#[test]
+fn ctrl_c_stops_a_cpu_bound_cross_join() {
+    let store = cross_join_store();
+    let (mut shell, pid) = cross_join_shell(store.path());
+    assert!(running_threads(pid) > 0, "the query is running");
+    shell.send_control('c').expect("Ctrl-C");
+    shell
+        .exp_string("cancelled")
+        .expect("the statement is cancelled");
+    shell.exp_string("fluss:fluss> ").expect("the prompt again");
+    assert!(
+        until_threads(pid, false),
+        "the cancelled query's threads keep running"
+    );
+    shell
+        .send_line("SELECT count(*) FROM nation;")
+        .expect("send");
+    shell.exp_string("25").expect("the same shell answers");
+    shell.send_line("\\q").expect("quit");
+    shell.exp_eof().expect("exit");
+}
+
+/// Two Ctrl-C in a row end the shell with status 130, as psql's; the history holds
+/// the statement.
+#[test]
+fn a_second_ctrl_c_quits_with_130() {
+    let store = cross_join_store();
+    let (mut shell, _) = cross_join_shell(store.path());
+    shell.send_control('c').expect("Ctrl-C");
+    // apart, as a hand presses them: signals sent together merge into one
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    shell.send_control('c').expect("Ctrl-C again");
+    shell.exp_eof().expect("the shell ends");
+    let status = shell.process().wait().expect("its status");
+    assert!(
+        matches!(status, rexpect::process::WaitStatus::Exited(_, 130)),
+        "{status:?}"
+    );
+    let history = std::fs::read_to_string(store.path().join("history")).unwrap_or_default();
+    assert!(history.contains("CROSS JOIN nation"), "history: {history}");
+}
+
+/// The peak resident memory (VmHWM) of process `pid`, in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process runs");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("a VmHWM line");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM in kB");
+    kib << 10
+}
+
+/// A result far larger than memory streams into a reader that stops early (`|
+/// head`): its first rows come while the query still runs, the shell holds a few
+/// batches at a time (collected, 400 million rows would take gigabytes before the
+/// first printed), and it ends quietly when the reader goes.
+#[test]
+fn a_large_result_streams_into_head() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    let store = small_store();
+    for format in ["csv", "table", "json"] {
+        let mut child = Command::new(BIN)
+            .arg("--store")
+            .arg(store.path())
+            .args(["-q", "--format", format, "-c"])
+            .arg("SELECT value, value * 2 AS twice FROM generate_series(1, 400000000)")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut first = String::new();
+        out.read_line(&mut first).expect("a first line");
+        // 16 MiB more of rows, far past what a sized table holds back
+        let mut streamed = vec![0u8; 16 << 20];
+        out.read_exact(&mut streamed).expect("more rows");
+        assert!(
+            child.try_wait().expect("status").is_none(),
+            "{format}: the query had finished before its first rows were read"
+        );
+        let peak = peak_rss(child.id());
+        assert!(
+            peak < 1 << 30,
+            "{format}: the shell holds {} MiB while streaming",
+            peak >> 20
+        );
+        drop(out);
+        let output = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{format}: {:?}: {stderr}",
+            output.status
+        );
+        assert!(stderr.is_empty(), "{format}: {stderr}");
+        let expected_first = match format {
+            "csv" => "value,twice\n",
+            "table" => "+",
+            _ => "[{\"value\":1,\"twice\":2},\n",
+        };
+        assert!(first.starts_with(expected_first), "{format}: {first}");
+    }
+}
+
+/// JSON keeps NULL keys (`null`) and decimals' every digit.
+#[test]
+fn json_writes_nulls_and_exact_decimals() {
+    let store = small_store();
+    let query = "SELECT id, CASE WHEN id = 1 THEN NULL ELSE name END AS name, price \
+                 FROM items WHERE id <= 2 ORDER BY id";
+    let r = run(store.path(), &["-q", "--format", "ndjson", "-c", query]);
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "{\"id\":1,\"name\":null,\"price\":1.50}\n{\"id\":2,\"name\":\"pear\",\"price\":2.40}\n"
+    );
+    let r = run(store.path(), &["-q", "--format", "json", "-c", query]);
+    assert_eq!(
+        r.stdout,
+        "[{\"id\":1,\"name\":null,\"price\":1.50},\n{\"id\":2,\"name\":\"pear\",\"price\":2.40}]\n"
+    );
+}
+
+/// `--maxrows` stops the reading: the rows past it are neither read nor counted,
+/// and the summary says how many were shown, not a total it does not know.
+#[test]
+fn maxrows_stops_reading_and_says_so() {
+    let store = small_store();
+    let r = run(
+        store.path(),
+        &[
+            "--maxrows",
+            "3",
+            "-c",
+            "SELECT value FROM generate_series(1, 1000000000000)",
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("(first 3 rows shown; the rest was not read"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains("3 rows shown"), "{}", r.stderr);
+    let r = run(store.path(), &["--maxrows", "3", "-c", ITEMS]);
+    assert!(!r.stdout.contains("shown"), "{}", r.stdout);
+    assert!(r.stderr.contains("3 rows"), "{}", r.stderr);
+}
+
+/// EXPLAIN in the table format pads no line past its content.
+#[test]
+fn explain_lines_are_no_wider_than_their_content() {
+    let store = small_store();
+    let r = run(
+        store.path(),
+        &["-q", "-c", "EXPLAIN SELECT name FROM items WHERE price > 1"],
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert!(r.stdout.contains("physical_plan"), "{}", r.stdout);
+    for line in r.stdout.lines() {
+        assert_eq!(line, line.trim_end(), "padded: {line:?}");
+        assert!(!line.ends_with(" |"), "padded to a border: {line:?}");
+    }
+}
+
+/// `--workers` refuses an address where no worker answers, one or among many,
+/// naming it; the sizes take units everywhere.
+#[test]
+fn workers_that_do_not_answer_are_refused_by_name() {
+    let store = small_store();
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = nobody.local_addr().expect("bound").to_string();
+    drop(nobody);
+    let listening = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let alive = listening.local_addr().expect("bound").to_string();
+    for workers in [address.clone(), format!("{alive},{address}")] {
+        let r = run(
+            store.path(),
+            &["-q", "--workers", &workers, "-c", "SELECT 1"],
+        );
+        let line = assert_one_line_error(&r);
+        assert!(
+            line.contains(&format!("no worker answers at {address}")),
+            "{line}"
+        );
+        assert!(line.starts_with("Error: io error"), "{line}");
+    }
+    // one worker alone is accepted, and said to leave queries in the shell
+    let r = run(store.path(), &["-q", "--workers", &alive, "-c", "SELECT 1"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("with one worker queries run in this shell"),
+        "{}",
+        r.stderr
+    );
+    drop(listening);
+    let r = run(
+        store.path(),
+        &[
+            "-q",
+            "--memory-limit",
+            "1.5g",
+            "--worker-task-bytes",
+            "64MiB",
+            "-c",
+            "SELECT 1",
+        ],
+    );
+    assert!(r.ok, "{}", r.stderr);
+}

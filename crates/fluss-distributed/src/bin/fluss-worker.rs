@@ -39,8 +39,9 @@ struct Args {
     /// A lake catalog or storage option for every table, `key=value` (repeatable).
     #[arg(long = "lake-option", value_parser = fluss_distributed::parse_key_value)]
     lake_option: Vec<(String, String)>,
-    /// Memory limit of the tasks' engine, in bytes.
-    #[arg(long)]
+    /// Memory limit of the tasks' engine, e.g. 512m, 1g, or plain bytes (as the shell
+    /// takes it).
+    #[arg(long, value_parser = fluss_distributed::parse_size)]
     memory_limit: Option<usize>,
     /// Stop when standard input closes: a parent (a test, a benchmark) that dies
     /// takes its workers with it.
