@@ -242,3 +242,33 @@ async fn a_cut_inside_any_committed_batch_fails_reads_and_writes_and_keeps_the_b
         }
     }
 }
+
+/// The commit record is a file a read trusts like the others: damaged, it fails
+/// reads and writes naming it and the line, and nothing is truncated; restored, the
+/// table reads whole.
+#[tokio::test]
+async fn a_damaged_commit_record_is_an_error_naming_it() {
+    let f = Fixture::new("paimon", false).await;
+    let record = f.dir.path().join("data/high-watermark-checkpoint");
+    let whole = std::fs::read_to_string(&record).unwrap();
+    let segment = f.segment();
+    let bytes = std::fs::read(&segment).unwrap();
+    for damaged in [
+        whole.replace("0\n1\n", "0\n2\n"),
+        whole.replace(" 12\n", " twelve\n"),
+        whole[..whole.len() - 4].to_string(),
+    ] {
+        std::fs::write(&record, &damaged).unwrap();
+        let session = f.session().await;
+        for sql in [SUMMARY, "INSERT INTO t VALUES (100, 'new')"] {
+            let e = error_of(&session, sql).await;
+            assert!(e.contains("commit record is damaged"), "{damaged:?}: {e}");
+            assert!(e.contains("file: data/high-watermark-checkpoint"), "{e}");
+            assert!(e.contains("line: "), "{e}");
+        }
+        assert_eq!(std::fs::read(&segment).unwrap(), bytes);
+    }
+    std::fs::write(&record, &whole).unwrap();
+    let session = f.session().await;
+    assert_eq!(pair(&session.execute(SUMMARY).await.unwrap()), WHOLE);
+}
