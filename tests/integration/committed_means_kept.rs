@@ -272,3 +272,50 @@ async fn a_damaged_commit_record_is_an_error_naming_it() {
     let session = f.session().await;
     assert_eq!(pair(&session.execute(SUMMARY).await.unwrap()), WHOLE);
 }
+
+/// A store written before the commit record (or by a tool that keeps none) is checked
+/// by its framing alone until a write: the first write to a table records every one of
+/// its buckets' ends, written to or not, and a cut from then on is caught.
+#[tokio::test]
+async fn a_store_without_a_commit_record_is_protected_from_its_first_write_on() {
+    let f = Fixture::new("paimon", false).await;
+    let session = f.session().await;
+    session
+        .execute("CREATE TABLE other (id BIGINT, v STRING) WITH ('bucket.num' = '2')")
+        .await
+        .unwrap();
+    session
+        .execute("INSERT INTO other VALUES (1, 'x')")
+        .await
+        .unwrap();
+    let record = f.dir.path().join("data/high-watermark-checkpoint");
+    std::fs::remove_file(&record).unwrap();
+    let segment = f.segment();
+    let whole = std::fs::read(&segment).unwrap();
+    // unrecorded: a cut is what the framing shows (a torn tail), as before
+    std::fs::write(&segment, &whole[..whole.len() - 10]).unwrap();
+    let (count, _) = pair(&f.session().await.execute(SUMMARY).await.unwrap());
+    assert_eq!(count, WHOLE.0 - 1);
+    std::fs::write(&segment, &whole).unwrap();
+    // each table is recorded at its own first write, not at another table's
+    let session = f.session().await;
+    session
+        .execute("INSERT INTO other VALUES (2, 'y')")
+        .await
+        .unwrap();
+    assert!(
+        !std::fs::read_to_string(&record)
+            .unwrap()
+            .contains(" 0 12\n")
+    );
+    session
+        .execute("INSERT INTO t VALUES (100, 'new')")
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(text.contains(" 0 13\n"), "{text}");
+    let whole = std::fs::read(&segment).unwrap();
+    std::fs::write(&segment, &whole[..whole.len() - 10]).unwrap();
+    let e = error_of(&f.session().await, SUMMARY).await;
+    assert_names_the_loss(&e, &segment, "[12, 13)");
+}

@@ -180,6 +180,7 @@ impl LocalStore {
         let table = self.get_table(path).await?;
         crate::source::writer::check_write_kind(&table, kind)?;
         self.recover_table(guard, &table).await?;
+        self.adopt_unrecorded(guard, &table).await?;
         // auto-partitioning runs on every write, as Fluss's coordinator runs it on a
         // schedule: the write then sees the partitions retention keeps
         self.maintain_partitions(guard, &table).await?;
@@ -249,6 +250,54 @@ impl LocalStore {
                 Error::internal("a bucket the statement wrote has no segment writer")
             })?;
             ends.push((key, writer.next_offset()));
+        }
+        let committed = self.committed(guard).await?;
+        for (key, end) in ends {
+            committed.set(key, end);
+        }
+        let record = committed.clone();
+        self.store_committed_ends(&record).await
+    }
+
+    /// Records the end of every bucket of `table` the commit record does not list
+    /// yet: a store written before the record (or by a tool that keeps none) is
+    /// protected from the first write to each table on. The ends are what the
+    /// segments hold then (a torn tail not counted), so damage from then on is caught.
+    async fn adopt_unrecorded(&self, guard: &mut WriteGuard<'_>, table: &FlussTable) -> Result<()> {
+        let id = table.table_id();
+        let mut locations = Vec::new();
+        let partitions: Vec<Option<(i64, String)>> = if table.info.is_partitioned() {
+            self.load_partitions(table)
+                .await?
+                .into_iter()
+                .map(|p| Some((p.get_partition_id(), p.get_partition_name())))
+                .collect()
+        } else {
+            vec![None]
+        };
+        for partition in partitions {
+            for bucket in 0..table.info.get_num_buckets() {
+                locations.push(BucketLocation {
+                    partition: partition.clone(),
+                    bucket,
+                });
+            }
+        }
+        let committed = self.committed(guard).await?;
+        let missing: Vec<BucketLocation> = locations
+            .into_iter()
+            .filter(|l| committed.get(id, l).is_none())
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut ends = Vec::with_capacity(missing.len());
+        for location in &missing {
+            let dir = self.bucket_dir(table, location);
+            let (_, end) = bucket_offsets(&self.storage, &dir)
+                .await
+                .map_err(|e| located(e, location).with_context("table", table.path.to_string()))?;
+            ends.push(((id, location.partition_id(), location.bucket), end));
         }
         let committed = self.committed(guard).await?;
         for (key, end) in ends {
