@@ -162,11 +162,17 @@ fn too_precise(
     precision: u32,
 ) -> Error {
     let value = shown(column, row).unwrap_or_else(|_| "?".into());
+    let ask = match field.data_type() {
+        DataType::Timestamp(..) => {
+            "; to store it truncated, say so: CAST(value AS TIMESTAMP(0|3|6)) or \
+             date_trunc('second', value)"
+        }
+        _ => ": write it with fewer digits",
+    };
     Error::invalid_input(format!(
         "value {value} does not fit column '{}' {shown_type} exactly: it has more fractional \
          digits of a second than the column's {precision} (values are stored as written, \
-         never truncated; to store it truncated, say so: CAST(value AS TIMESTAMP(3)), \
-         date_trunc('second', value))",
+         never truncated{ask})",
         field.name()
     ))
 }

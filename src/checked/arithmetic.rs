@@ -149,21 +149,20 @@ impl ScalarUDFImpl for CheckedFunction {
     }
 }
 
-/// An Arrow overflow as an error saying what overflowed and what to do.
+/// An Arrow overflow as an error saying what overflowed and what to do (of kind
+/// invalid input: the statement asked for a value its type cannot hold).
 fn overflow(e: DataFusionError, data_type: &DataType) -> DataFusionError {
-    let overflowed = match e.find_root() {
-        DataFusionError::ArrowError(arrow, _) => {
-            matches!(arrow.as_ref(), ArrowError::ArithmeticOverflow(_))
-        }
-        _ => false,
-    };
-    if !overflowed {
+    let DataFusionError::ArrowError(arrow, _) = e.find_root() else {
         return e;
-    }
+    };
+    let ArrowError::ArithmeticOverflow(what) = arrow.as_ref() else {
+        return e;
+    };
+    let what = what.strip_prefix("Overflow happened on: ").unwrap_or(what);
     let sql = crate::cast::sql_type_name(data_type);
-    DataFusionError::Execution(format!(
-        "{sql} overflow: {} (integer arithmetic fails on overflow, as in PostgreSQL; \
-         CAST an operand to DECIMAL(38, 0) for a wider result)",
-        e.find_root()
+    crate::error::Error::invalid_input(format!(
+        "{sql} overflow: {what} is out of range (integer arithmetic fails on overflow, as in \
+         PostgreSQL; CAST an operand to DECIMAL(38, 0) for a wider result)"
     ))
+    .into()
 }

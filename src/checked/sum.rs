@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{
     ArrowNativeTypeOp, ArrowNumericType, DataType, Decimal128Type, Decimal256Type, FieldRef,
     Int64Type, UInt64Type,
 };
-use datafusion::common::{Result as DfResult, ScalarValue, exec_err};
+use datafusion::common::{Result as DfResult, ScalarValue};
 use datafusion::functions_aggregate::sum::Sum;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -134,11 +134,12 @@ impl AggregateUDFImpl for CheckedSum {
 
 /// The error of a total out of its type's range.
 fn overflowed<T>(data_type: &DataType) -> DfResult<T> {
-    exec_err!(
+    Err(crate::error::Error::invalid_input(format!(
         "sum overflow: the total is out of range of {} (integer and decimal sums fail on \
          overflow; sum(CAST(x AS DECIMAL(38, 0))) sums wider)",
         crate::cast::sql_type_name(data_type)
-    )
+    ))
+    .into())
 }
 
 /// Whether every total fits `data_type`'s precision (decimals; integers always do).
