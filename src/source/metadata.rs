@@ -45,7 +45,8 @@ pub struct TableRegistration {
     /// Bucket keys (omitted when empty: no bucket key).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub bucket_key: Vec<String>,
-    /// Number of buckets.
+    /// Number of buckets (Fluss 1.0: of the partitions created from now on; a
+    /// partition records its own, [`PartitionRegistration::bucket_count`]).
     pub bucket_count: i32,
     /// Table options (`table.*`).
     pub properties: BTreeMap<String, String>,
@@ -58,12 +59,21 @@ pub struct TableRegistration {
     pub created_time: i64,
     /// Last modification time, epoch millis.
     pub modified_time: i64,
+    /// How often `ALTER TABLE ... SET ('bucket.num')` changed the bucket count of a
+    /// partitioned table (Fluss 1.0's `bucketCountEpoch`; absent = 0, never changed).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        default,
+        alias = "bucket_layout_epoch"
+    )]
+    pub bucket_count_epoch: Option<i64>,
 }
 
-/// `/metadata/databases/<db>/tables/<table>/partitions/<name>` (`PartitionRegistrationJsonSerde`).
+/// `/metadata/databases/<db>/tables/<table>/partitions/<name>` (`PartitionRegistrationJsonSerde`:
+/// version 1, or 2 with the partition's own bucket count, as Fluss 1.0 writes it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionRegistration {
-    /// Always 1.
+    /// 1, or 2 when `bucket_count` is written.
     pub version: i32,
     /// Owning table.
     pub table_id: i64,
@@ -72,6 +82,15 @@ pub struct PartitionRegistration {
     /// Remote data directory (Fluss 1.0).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub remote_data_dir: Option<String>,
+    /// The partition's own bucket count (Fluss 1.0, stamped when the partition is
+    /// created; absent = the table's, valid only while the table's bucket count was
+    /// never changed). Upstream's pre-release name `bucket_count_actual` is read too.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        default,
+        alias = "bucket_count_actual"
+    )]
+    pub bucket_count: Option<i32>,
 }
 
 /// One entry of a v2 `laketable` znode.
@@ -351,6 +370,14 @@ mod tests {
         let reg2: TableRegistration = serde_json::from_str(json2).unwrap();
         assert!(reg2.partition_key.is_empty());
         assert_eq!(serde_json::to_string(&reg2).unwrap(), json2);
+        assert_eq!(reg2.bucket_count_epoch, None);
+        // Fluss 1.0 counts bucket-count changes (pre-release name `bucket_layout_epoch`)
+        let rescaled = json2.replace(
+            r#""modified_time":-1}"#,
+            r#""modified_time":-1,"bucket_layout_epoch":2}"#,
+        );
+        let reg3: TableRegistration = serde_json::from_str(&rescaled).unwrap();
+        assert_eq!(reg3.bucket_count_epoch, Some(2));
     }
 
     #[test]
@@ -361,6 +388,14 @@ mod tests {
         let p = r#"{"version":1,"table_id":246,"partition_id":135}"#;
         let reg: PartitionRegistration = serde_json::from_str(p).unwrap();
         assert_eq!(serde_json::to_string(&reg).unwrap(), p);
+        // Fluss 1.0 (PartitionRegistrationJsonSerdeTest): version 2, its own bucket count
+        let p = r#"{"version":2,"table_id":1234,"partition_id":5678,"remote_data_dir":"file://local/remote","bucket_count":8}"#;
+        let reg: PartitionRegistration = serde_json::from_str(p).unwrap();
+        assert_eq!(reg.bucket_count, Some(8));
+        assert_eq!(serde_json::to_string(&reg).unwrap(), p);
+        let pre_release = r#"{"version":2,"table_id":1,"partition_id":2,"bucket_count_actual":4}"#;
+        let reg: PartitionRegistration = serde_json::from_str(pre_release).unwrap();
+        assert_eq!(reg.bucket_count, Some(4));
     }
 
     #[test]

@@ -99,6 +99,57 @@ pub(crate) fn check_alterable(
     )))
 }
 
+/// The option that sets a table's bucket count.
+const BUCKET_NUM: &str = "bucket.num";
+
+/// `set` without a `bucket.num` that keeps the table's bucket count; any other change
+/// of the bucket count is refused, never stored as a user option that changes nothing.
+/// Fluss 1.0 lets `SET ('bucket.num' = 'N')` give a partitioned table's new partitions
+/// N buckets (old ones keep theirs; `MetadataManager.validateBucketNumRescale`, whose
+/// refusal of non-partitioned tables and of RESET is worded here as there); this
+/// crate does not plan partitions of differing bucket counts yet, and fluss-rs 1.0
+/// cannot send the change (`AlterTableRequest.modify_bucket_count`).
+pub(crate) fn without_bucket_count(
+    path: &TablePath,
+    info: &fluss::metadata::TableInfo,
+    set: &[(String, String)],
+    reset: &[String],
+) -> Result<Vec<(String, String)>> {
+    use crate::error::Error;
+    if reset.iter().any(|k| k == BUCKET_NUM) {
+        return Err(Error::invalid_input(format!(
+            "Cannot reset '{BUCKET_NUM}' of table '{path}': a table always has a bucket \
+             count; SET ('{BUCKET_NUM}' = '<bucket count>') changes it"
+        )));
+    }
+    let current = info.get_num_buckets();
+    let mut kept = Vec::with_capacity(set.len());
+    for (key, value) in set {
+        if key != BUCKET_NUM {
+            kept.push((key.clone(), value.clone()));
+            continue;
+        }
+        let count: i32 = value.trim().parse().map_err(|_| {
+            Error::invalid_input(format!("Invalid value for '{BUCKET_NUM}': {value}"))
+        })?;
+        if count == current {
+            continue;
+        }
+        if info.get_partition_keys().is_empty() {
+            return Err(Error::invalid_input(format!(
+                "Cannot alter '{BUCKET_NUM}' on non-partitioned table {path}. \
+                 Non-partitioned table rescale is not yet supported."
+            )));
+        }
+        return Err(Error::unsupported(format!(
+            "changing the bucket count of partitioned table {path} from {current} to {count} \
+             (Fluss 1.0: partitions created from then on get {count} buckets, existing ones \
+             keep theirs) is not supported yet; the table keeps {current} buckets"
+        )));
+    }
+    Ok(kept)
+}
+
 /// A column `ALTER TABLE ... ADD` appends to a table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewColumn {

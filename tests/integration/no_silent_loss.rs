@@ -703,3 +703,73 @@ async fn a_recreated_table_refuses_an_old_lake_table_it_did_not_tier() {
     assert_eq!(single_i64(&f.sql("SELECT count(*) FROM t").await), 1);
     assert_eq!(single_i64(&f.sql("SELECT max(id) FROM t").await), 3);
 }
+
+/// Fluss 1.0 records each partition's bucket count (`PartitionRegistration` version 2,
+/// `bucket_count`): after `ALTER TABLE ... SET ('bucket.num')` old partitions keep
+/// theirs and new ones get the new count. This crate writes the count into every
+/// partition it creates, reads stores of either version, and refuses a partition
+/// whose count differs from its table's, naming it, rather than planning it with the
+/// table's count (which would read buckets it lacks and miss those it has).
+#[tokio::test]
+async fn a_partition_with_its_own_bucket_count_is_refused_by_name() {
+    let f = Fixture::new(false).await;
+    f.sql(
+        "CREATE TABLE p (id BIGINT, dt STRING) PARTITIONED BY (dt) \
+         WITH ('bucket.num' = '2', 'table.datalake.enabled' = 'true')",
+    )
+    .await;
+    f.sql("INSERT INTO p VALUES (1, 'a'), (2, 'a'), (3, 'b'), (4, 'b')")
+        .await;
+    f.sql("CALL fluss.tier('p')").await;
+    f.sql("INSERT INTO p VALUES (5, 'a'), (6, 'b')").await;
+    let partitions = f
+        .root()
+        .join("zk/metadata/databases/fluss/tables/p/partitions");
+    let file = |name: &str| partitions.join(format!("{name}.json"));
+    let json = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(file(name)).unwrap()).unwrap()
+    };
+    // written as Fluss 1.0 writes it
+    let a = json("a");
+    assert_eq!(a["version"], 2, "{a}");
+    assert_eq!(a["bucket_count"], 2, "{a}");
+
+    // a store from before 1.0 (version 1, no count) reads as before
+    let mut legacy = a.clone();
+    legacy["version"] = 1.into();
+    legacy.as_object_mut().unwrap().remove("bucket_count");
+    std::fs::write(file("a"), legacy.to_string()).unwrap();
+    assert_eq!(single_i64(&f.sql("SELECT count(*) FROM p").await), 6);
+
+    // partition b rescaled to 4 buckets by Fluss 1.0: every read and write of the
+    // table is an error naming it
+    let mut rescaled = json("b");
+    rescaled["bucket_count"] = 4.into();
+    std::fs::write(file("b"), rescaled.to_string()).unwrap();
+    for sql in [
+        "SELECT count(*) FROM p",
+        "SELECT * FROM p WHERE dt = 'b'",
+        "SELECT * FROM \"p$changelog\"",
+        "INSERT INTO p VALUES (7, 'b')",
+        "CALL fluss.tier('p')",
+    ] {
+        let e = f.error(sql).await;
+        assert!(
+            e.contains("partition 'b' of table fluss.p has 4 buckets and the table 2"),
+            "{sql}: {e}"
+        );
+        assert!(e.contains("partitions/b.json"), "{sql}: {e}");
+    }
+    // the pre-release name of the field is read too
+    let mut pre_release = json("b");
+    pre_release.as_object_mut().unwrap().remove("bucket_count");
+    pre_release["bucket_count_actual"] = 3.into();
+    std::fs::write(file("b"), pre_release.to_string()).unwrap();
+    let e = f.error("SELECT count(*) FROM p").await;
+    assert!(e.contains("has 3 buckets"), "{e}");
+
+    // its own count, equal to the table's, reads every row
+    rescaled["bucket_count"] = 2.into();
+    std::fs::write(file("b"), rescaled.to_string()).unwrap();
+    assert_eq!(single_i64(&f.sql("SELECT count(*) FROM p").await), 6);
+}

@@ -409,6 +409,8 @@ impl FlussWriter for ClusterSource {
         reset: &[String],
     ) -> Result<()> {
         crate::source::writer::check_alterable(path, set, reset)?;
+        let info = self.table_info(path).await?;
+        let set = &crate::source::writer::without_bucket_count(path, &info, set, reset)?;
         let mut changes = AlterTableChanges::default();
         for (key, value) in set {
             changes.config_changes.push(AlterConfig::new(

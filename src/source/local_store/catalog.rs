@@ -218,6 +218,7 @@ impl LocalStore {
             remote_data_dir: None,
             created_time: now,
             modified_time: now,
+            bucket_count_epoch: None,
         };
         // Schema first, then the table znode, as MetadataManager.createTable does.
         let schema_json = serde_json::to_vec(&schema.serialize_json()?)?;
@@ -284,6 +285,8 @@ impl LocalStore {
         reset: &[String],
     ) -> Result<()> {
         crate::source::writer::check_alterable(path, set, reset)?;
+        let table = self.get_table(path).await?;
+        let set = &crate::source::writer::without_bucket_count(path, &table.info, set, reset)?;
         let _guard = self.write_guard().await?;
         let node = layout::table_node(path);
         let Some(bytes) = self.storage.read_optional(&node).await? else {
@@ -304,7 +307,6 @@ impl LocalStore {
             options.insert(key.clone(), value.clone());
         }
         self.with_lake_defaults(&mut registration.properties)?;
-        let table = self.get_table(path).await?;
         check_lake_partition_keys(
             &registration.properties,
             table.info.get_schema(),

@@ -348,6 +348,7 @@ impl LocalStore {
             let bytes = self.storage.read(&file).await?;
             let reg: PartitionRegistration = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::from(e).with_context("file", &file))?;
+            partitions::check_bucket_count(table, partition_name, &reg, &file)?;
             let spec = ResolvedPartitionSpec::from_partition_name(
                 table.info.get_partition_keys().clone(),
                 partition_name,

@@ -30,6 +30,7 @@ impl LocalStore {
         if let Some(bytes) = self.storage.read_optional(&node).await? {
             let reg: PartitionRegistration = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::from(e).with_context("file", &node))?;
+            check_bucket_count(table, name, &reg, &node)?;
             return Ok(reg.partition_id);
         }
         if let Some(auto) = AutoPartitioning::of(table)? {
@@ -37,11 +38,14 @@ impl LocalStore {
                 .map_err(|e| e.with_context("table", table.path.to_string()))?;
         }
         let partition_id = self.next_id(guard, &layout::partition_seqid_node()).await?;
+        // stamped with its bucket count, as Fluss 1.0's coordinator stamps every new
+        // partition (`registerPartitionAssignmentAndMetadata`)
         let reg = PartitionRegistration {
-            version: 1,
+            version: 2,
             table_id: table.table_id(),
             partition_id,
             remote_data_dir: None,
+            bucket_count: Some(table.info.get_num_buckets()),
         };
         self.put_json(&node, serde_json::to_vec(&reg)?).await?;
         Ok(partition_id)
@@ -186,4 +190,30 @@ fn partition_name_of(table: &FlussTable, spec: &[(String, String)]) -> Result<St
     let name = values.join("$");
     validate_partition_name(&name)?;
     Ok(name)
+}
+
+/// Refuses a partition whose own bucket count (Fluss 1.0 records one per partition)
+/// differs from its table's: after Fluss 1.0's `ALTER TABLE ... SET ('bucket.num')`
+/// old partitions keep their count and new ones get the new one, and planning such a
+/// partition with the table's count would read buckets it does not have and miss
+/// those it has.
+pub(super) fn check_bucket_count(
+    table: &FlussTable,
+    name: &str,
+    reg: &PartitionRegistration,
+    file: &str,
+) -> Result<()> {
+    let table_count = table.info.get_num_buckets();
+    match reg.bucket_count {
+        Some(count) if count != table_count => Err(Error::unsupported(format!(
+            "partition '{name}' of table {} has {count} buckets and the table {table_count} \
+             (Fluss 1.0 changed the table's bucket count after the partition was created); \
+             partitions with bucket counts of their own are not read yet, and reading it \
+             with the table's count would miss rows",
+            table.path
+        ))
+        .with_context("table", table.path.to_string())
+        .with_context("file", file)),
+        _ => Ok(()),
+    }
 }
