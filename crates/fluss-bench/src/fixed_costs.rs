@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
@@ -89,17 +90,40 @@ pub async fn measure(
     let per_table = |t: &Timing| (t.median_ms - process.median_ms) / tables.len() as f64;
 
     let customers = (CUSTOMERS_PER_SF * sf).max(1.0) as u64;
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let (mut ours, mut theirs, mut found) = (Vec::new(), Vec::new(), 0usize);
     for i in 0..(LOOKUP_WARMUPS + LOOKUPS) {
         // spread over the key range (and so over the buckets), each key once
         let key = (i as u64 * 7_919) % customers + 1;
         let sql = format!("SELECT c_name FROM customer WHERE c_custkey = {key}");
-        let union_ms = time_query(union, &sql).await?;
-        let parquet_ms = time_query(parquet, &sql).await?;
+        let (union_ms, union_names) = time_query(union, &sql).await?;
+        let (parquet_ms, parquet_names) = time_query(parquet, &sql).await?;
+        // each answer checked: the engines agree, and a row found is the key's
+        // customer by TPC-H's own definition (C_NAME = "Customer#" and the key in
+        // 9 digits; tail updates change balances and comments, never names); a
+        // key the tail deleted answers no row on both
+        if union_names != parquet_names {
+            return Err(format!(
+                "{sql}: union read answered {union_names:?}, the merged parquet {parquet_names:?}"
+            )
+            .into());
+        }
+        let expected = format!("Customer#{key:09}");
+        if union_names.iter().any(|name| *name != expected) {
+            return Err(format!("{sql} answered {union_names:?}, not [{expected:?}]").into());
+        }
+        found += union_names.len();
         if i >= LOOKUP_WARMUPS {
             ours.push(union_ms);
             theirs.push(parquet_ms);
         }
+    }
+    // a lookup answering nothing is cheap: most keys must be found to time lookups
+    if found * 10 < (LOOKUP_WARMUPS + LOOKUPS) * 9 {
+        return Err(format!(
+            "only {found} of {} point lookups found their customer",
+            LOOKUP_WARMUPS + LOOKUPS
+        )
+        .into());
     }
     Ok(FixedCosts {
         tail_share,
@@ -111,15 +135,25 @@ pub async fn measure(
     })
 }
 
-/// Milliseconds of planning and running `sql`, whose answer is one row or none.
-async fn time_query(ctx: &SessionContext, sql: &str) -> BenchResult<f64> {
+/// Milliseconds of planning and running `sql` (one text column, one row or none),
+/// and its answer.
+async fn time_query(ctx: &SessionContext, sql: &str) -> BenchResult<(f64, Vec<String>)> {
     let start = Instant::now();
-    let rows = crate::run_sql(ctx, sql).await?;
+    let batches = ctx.sql(sql).await?.collect().await?;
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;
-    if rows > 1 {
-        return Err(format!("{sql} answered {rows} rows").into());
+    let mut names = Vec::new();
+    for batch in &batches {
+        let column = datafusion::arrow::compute::cast(
+            batch.column(0),
+            &datafusion::arrow::datatypes::DataType::Utf8,
+        )?;
+        let column = column.as_string::<i32>();
+        names.extend((0..column.len()).map(|i| column.value(i).to_string()));
     }
-    Ok(elapsed)
+    if names.len() > 1 {
+        return Err(format!("{sql} answered {} rows", names.len()).into());
+    }
+    Ok((elapsed, names))
 }
 
 /// The report's section on fixed costs, in Markdown.
