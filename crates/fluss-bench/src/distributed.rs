@@ -348,6 +348,8 @@ pub fn report(run: &DistributedRun, command: &str) -> String {
          |---|---:|---:|---:|---:|---:|---:|---|\n",
         run.scale_factor, run.workers, run.tail_share
     );
+    let table_start = md.find("| query |").unwrap_or(md.len());
+    md.insert_str(table_start, &crate::report::provenance(&crate::machine()));
     let mut log_sum = 0.0;
     let mut timed = 0;
     // the queries planned over the workers (the rest ran in one process: every scan

@@ -413,6 +413,7 @@ fn write_report(head: &HeadToHead, warmup: usize, runs: usize, out: &Path) -> Be
         head.scale_factor,
         head.tail_share * 100.0
     ));
+    md.push_str(&crate::report::provenance(&crate::machine()));
     md.push_str("| table | rows tiered | rows in the tail |\n|---|---:|---:|\n");
     for (t, lake, tail) in &head.rows {
         md.push_str(&format!("| {t} | {lake} | {tail} |\n"));

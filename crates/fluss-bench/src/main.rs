@@ -457,7 +457,7 @@ fn command_output(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// nproc, memory, CPU model, rustc, git commit.
+/// nproc, memory, CPU model, OS, rustc, git commit and dirty flag, date, profile.
 fn machine() -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     m.insert(
@@ -494,6 +494,10 @@ fn machine() -> BTreeMap<String, String> {
     m.insert(
         "git_dirty".into(),
         (!dirty.is_empty() && dirty != "unknown").to_string(),
+    );
+    m.insert(
+        "date".into(),
+        command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
     );
     m.insert(
         "profile".into(),

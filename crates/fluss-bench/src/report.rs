@@ -2,7 +2,7 @@
 //! and `results.json` with every raw number, per lake format (every dataset is
 //! generated once per format; each figure names the format it was measured on).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -1208,7 +1208,6 @@ fn cell(
 fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
     let tp = main_tp(suite);
     let mut md = String::new();
-    let m = |k: &str| suite.machine.get(k).cloned().unwrap_or_default();
     let _ = writeln!(md, "# fluss-datafusion benchmark suite\n");
     let _ = writeln!(
         md,
@@ -1224,21 +1223,7 @@ fn markdown(suite: &Suite, charts: &[(String, String)]) -> String {
         suite.config["min_time_ms"],
         suite.config["lake_formats"]
     );
-    let _ = writeln!(md, "## Machine\n");
-    let _ = writeln!(md, "| | |\n|---|---|");
-    for k in [
-        "cpu",
-        "nproc",
-        "memory",
-        "os",
-        "rustc",
-        "git_commit",
-        "git_dirty",
-        "profile",
-        "suite_seconds",
-    ] {
-        let _ = writeln!(md, "| {k} | {} |", m(k));
-    }
+    md.push_str(&provenance(&suite.machine));
     let _ = writeln!(
         md,
         "\nConfiguration: `{}`\n",
@@ -1701,4 +1686,29 @@ fn lake_sections(md: &mut String, suite: &Suite, lake: LakeFormat) {
             let _ = writeln!(md);
         }
     }
+}
+
+/// The "Machine" section every report carries, so a reader can tell what made it:
+/// CPU, cores, memory, OS, rustc, commit and whether the tree was dirty, build
+/// profile and date (and the suite's own duration where it has one).
+pub(crate) fn provenance(machine: &BTreeMap<String, String>) -> String {
+    let mut md = String::from("## Machine\n\n| | |\n|---|---|\n");
+    for k in [
+        "cpu",
+        "nproc",
+        "memory",
+        "os",
+        "rustc",
+        "git_commit",
+        "git_dirty",
+        "profile",
+        "date",
+        "suite_seconds",
+    ] {
+        if let Some(v) = machine.get(k) {
+            let _ = writeln!(md, "| {k} | {v} |");
+        }
+    }
+    md.push('\n');
+    md
 }

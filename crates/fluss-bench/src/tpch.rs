@@ -691,6 +691,7 @@ pub fn report(run: &TpchRun, command: &str) -> String {
          `t$lake` (no tail, so not compared).\n\nCommand: `{command}`\n\n",
         run.scale_factor, run.lake, run.target_partitions
     ));
+    md.push_str(&crate::report::provenance(&crate::machine()));
     let mut shares: Vec<f64> = run.results.iter().map(|r| r.tail_share).collect();
     shares.dedup();
     for share in shares {

@@ -172,6 +172,18 @@ fn tpch_answers_through_union_read_equal_the_merged_parquet() {
         for q in 1..=22 {
             assert!(report.contains(&format!("| q{q} |")), "tpch.md lacks q{q}");
         }
+        // every report says what made it
+        for fact in [
+            "| cpu |",
+            "| nproc |",
+            "| rustc |",
+            "| git_commit |",
+            "| git_dirty |",
+            "| profile |",
+            "| date |",
+        ] {
+            assert!(report.contains(fact), "tpch.md lacks {fact}");
+        }
     }
 }
 
