@@ -135,7 +135,7 @@ pub(crate) fn without_bucket_count(
         if count == current {
             continue;
         }
-        if info.get_partition_keys().is_empty() {
+        if !info.is_partitioned() {
             return Err(Error::invalid_input(format!(
                 "Cannot alter '{BUCKET_NUM}' on non-partitioned table {path}. \
                  Non-partitioned table rescale is not yet supported."

@@ -343,13 +343,14 @@ pub async fn run(args: &DistributedArgs) -> BenchResult<DistributedRun> {
 pub fn report(run: &DistributedRun, command: &str) -> String {
     let mut md = format!(
         "# TPC-H SF {} over {} local fluss-worker processes against one process\n\n\
-         Tail share {}. Command: `{command}`. Ratio = distributed / one process (medians).\n\n\
-         | query | rows | one process ms | distributed ms | ratio | stages | tasks | plan bytes sent |\n\
-         |---|---:|---:|---:|---:|---:|---:|---|\n",
+         Tail share {}. Command: `{command}`. Ratio = distributed / one process (medians).\n\n",
         run.scale_factor, run.workers, run.tail_share
     );
-    let table_start = md.find("| query |").unwrap_or(md.len());
-    md.insert_str(table_start, &crate::report::provenance(&crate::machine()));
+    md.push_str(&crate::report::provenance(&crate::machine()));
+    md.push_str(
+        "| query | rows | one process ms | distributed ms | ratio | stages | tasks | plan bytes sent |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|\n",
+    );
     let mut log_sum = 0.0;
     let mut timed = 0;
     // the queries planned over the workers (the rest ran in one process: every scan

@@ -139,7 +139,7 @@ pub async fn measure(
 /// and its answer.
 async fn time_query(ctx: &SessionContext, sql: &str) -> BenchResult<(f64, Vec<String>)> {
     let start = Instant::now();
-    let batches = ctx.sql(sql).await?.collect().await?;
+    let batches = crate::collect_sql(ctx, sql).await?;
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;
     let mut names = Vec::new();
     for batch in &batches {

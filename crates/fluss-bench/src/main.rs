@@ -530,14 +530,21 @@ fn listing_name(table: &str) -> String {
 }
 
 async fn run_sql(ctx: &SessionContext, sql: &str) -> BenchResult<usize> {
-    let batches = ctx
-        .sql(sql)
+    let batches = collect_sql(ctx, sql).await?;
+    Ok(batches.iter().map(|b| b.num_rows()).sum())
+}
+
+/// The batches of `sql`, its errors naming it.
+async fn collect_sql(
+    ctx: &SessionContext,
+    sql: &str,
+) -> BenchResult<Vec<datafusion::arrow::array::RecordBatch>> {
+    ctx.sql(sql)
         .await
         .context(|| format!("planning {sql}"))?
         .collect()
         .await
-        .context(|| format!("running {sql}"))?;
-    Ok(batches.iter().map(|b| b.num_rows()).sum())
+        .context(|| format!("running {sql}"))
 }
 
 /// One engine's run of one query.

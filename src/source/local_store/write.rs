@@ -21,7 +21,7 @@ use futures::TryStreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::MutexGuard;
 
-use super::committed::CommittedEnds;
+use super::committed::{CommittedEnds, TableBucketKey};
 use super::intent::{IntentBucket, WriteIntent};
 use super::{LocalStore, now_millis};
 use crate::error::{Error, Result};
@@ -251,6 +251,15 @@ impl LocalStore {
             })?;
             ends.push((key, writer.next_offset()));
         }
+        self.set_committed_ends(guard, ends).await
+    }
+
+    /// Sets `ends` in the commit record and writes it.
+    async fn set_committed_ends(
+        &self,
+        guard: &mut WriteGuard<'_>,
+        ends: Vec<(TableBucketKey, i64)>,
+    ) -> Result<()> {
         let committed = self.committed(guard).await?;
         for (key, end) in ends {
             committed.set(key, end);
@@ -265,24 +274,7 @@ impl LocalStore {
     /// segments hold then (a torn tail not counted), so damage from then on is caught.
     async fn adopt_unrecorded(&self, guard: &mut WriteGuard<'_>, table: &FlussTable) -> Result<()> {
         let id = table.table_id();
-        let mut locations = Vec::new();
-        let partitions: Vec<Option<(i64, String)>> = if table.info.is_partitioned() {
-            self.load_partitions(table)
-                .await?
-                .into_iter()
-                .map(|p| Some((p.get_partition_id(), p.get_partition_name())))
-                .collect()
-        } else {
-            vec![None]
-        };
-        for partition in partitions {
-            for bucket in 0..table.info.get_num_buckets() {
-                locations.push(BucketLocation {
-                    partition: partition.clone(),
-                    bucket,
-                });
-            }
-        }
+        let locations = FlussSource::buckets(self, table).await?;
         let committed = self.committed(guard).await?;
         let missing: Vec<BucketLocation> = locations
             .into_iter()
@@ -299,12 +291,7 @@ impl LocalStore {
                 .map_err(|e| located(e, location).with_context("table", table.path.to_string()))?;
             ends.push(((id, location.partition_id(), location.bucket), end));
         }
-        let committed = self.committed(guard).await?;
-        for (key, end) in ends {
-            committed.set(key, end);
-        }
-        let record = committed.clone();
-        self.store_committed_ends(&record).await
+        self.set_committed_ends(guard, ends).await
     }
 
     /// Takes a dropped table's (or partition's) buckets out of the commit record.
